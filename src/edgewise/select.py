@@ -138,4 +138,12 @@ def fit(
         if summary is not None:
             why += f", {need_summary} as its summary"
         dropped.append((chunk, f"{why}, {left} left (truncation needs at least {min_truncated_tokens})"))
+    if prefer_summary and left is not None:
+        # room left over: give summarised chunks their whole text back, best first
+        for i, item in enumerate(items):
+            if item.form == "summary":
+                extra = cost(Item(item.chunk, "whole", item.chunk.text, item.rank)) - cost(item)
+                if extra <= left:
+                    items[i] = Item(item.chunk, "whole", item.chunk.text, item.rank)
+                    left -= extra
     return Fit(items, dropped, 0 if available is None or left is None else available - left)

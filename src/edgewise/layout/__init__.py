@@ -1,8 +1,13 @@
 """Layouts: how selected, placed chunks become a prompt (a registry, like the orders)."""
+# isort: skip_file  (registration order is the order `edgewise list` and errors show)
 
 from __future__ import annotations
 
-from . import kv, layered, paper, sections, template  # noqa: F401  (each registers itself)
+from . import sections  # noqa: F401  (each layout module registers itself)
+from . import layered  # noqa: F401
+from . import paper  # noqa: F401
+from . import kv  # noqa: F401
+from . import template  # noqa: F401
 from .base import LAYOUTS, Item, Layout, Rendered, RenderInput, get_layout, layout, layout_names, quote, unquote
 from .parse import Parsed, ParsedChunk, parse
 

