@@ -11,7 +11,7 @@ $(BIN)/edgewise: pyproject.toml
 	touch $@
 
 demo: $(BIN)/edgewise
-	$(BIN)/edgewise pack --query @examples/query.txt --chunks examples/chunks.json --budget 1500 --table
+	$(BIN)/edgewise pack --query @examples/query.txt --chunks examples/chunks.json --budget 2000 --table
 
 test: $(BIN)/edgewise
 	$(BIN)/python -m pytest src tests

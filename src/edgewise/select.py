@@ -137,7 +137,8 @@ def fit(
         why = f"does not fit: needs {need} tokens whole"
         if summary is not None:
             why += f", {need_summary} as its summary"
-        dropped.append((chunk, f"{why}, {left} left (truncation needs at least {min_truncated_tokens})"))
+        dropped.append((chunk, f"{why}, {left} left: too few to truncate it to "
+                               f"{min_truncated_tokens} tokens plus {overhead} for its tags"))
     if prefer_summary and left is not None:
         # room left over: give summarised chunks their whole text back, best first
         for i, item in enumerate(items):

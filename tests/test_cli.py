@@ -1,0 +1,117 @@
+"""The CLI: a thin layer over pack(); one-line errors with exit status 2, never a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from edgewise.cli import main
+
+CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+          {"id": "b", "text": "Lyon is a city in France.", "score": 0.4},
+          {"id": "c", "text": "Bananas are yellow.", "score": 0.1}]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def chunks_file(tmp_path):
+    path = tmp_path / "chunks.json"
+    path.write_text(json.dumps(CHUNKS))
+    return str(path)
+
+
+def test_pack_json_output_equals_the_library(capsys, chunks_file):
+    from edgewise import pack
+
+    code, out, err = run(capsys, "pack", "--query", "capital?", "--chunks", chunks_file, "--budget", "400", "--format", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == pack("capital?", CHUNKS, budget=400).to_dict()
+
+
+def test_pack_reads_jsonl_from_stdin(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(json.dumps(c) for c in CHUNKS) + "\n"))
+    code, out, _ = run(capsys, "pack", "-q", "capital?", "-c", "-", "--layout", "paper", "--order", "relevance", "-t", "words")
+    assert code == 0
+    assert out.splitlines()[2:5] == [
+        "Document [1](Title: ) Paris is the capital of France.",
+        "Document [2](Title: ) Lyon is a city in France.",
+        "Document [3](Title: ) Bananas are yellow.",
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_message_formats(capsys, chunks_file, fmt):
+    from edgewise import pack
+
+    code, out, _ = run(capsys, "pack", "-q", "capital?", "-c", chunks_file, "-f", fmt, "-b", "500")
+    assert code == 0 and json.loads(out) == pack("capital?", CHUNKS, budget=500).messages(fmt)
+
+
+def test_variants_and_list(capsys, chunks_file):
+    code, out, _ = run(capsys, "variants", "-q", "q", "-c", chunks_file, "--key-id", "c", "-f", "json", "-t", "words")
+    assert code == 0
+    assert {k: v["debug_info"]["order"] for k, v in json.loads(out).items()} == {
+        "first": ["c", "a", "b"], "middle": ["a", "c", "b"], "last": ["a", "b", "c"]}
+    code, out, _ = run(capsys, "list")
+    assert out.splitlines()[0] == "orders: edges, edges-mirror, relevance, reverse, original, middle-boost, position:K|first|middle|last, calibrated:PROFILE.json"
+
+
+@pytest.mark.parametrize(
+    "args, content, message",
+    [
+        (["--budget", "10"], None, "edgewise: error: budget must hold the fixed layers"),
+        (["--top-k", "0"], None, "edgewise: error: top_k must be > 0, but got 0"),
+        (["--order", "zigzag"], None, "edgewise: error: unknown order 'zigzag'; choose one of:"),
+        (["--layout", "poem"], None, "edgewise: error: unknown layout 'poem'"),
+        (["--tokenizer", "gpt9"], None, "edgewise: error: unknown tokenizer 'gpt9'"),
+        ([], '[{"text": "a"},\n {"text": ', "edgewise: error: chunks.json line 2: invalid JSON"),
+        ([], '{"text": "a"}\n{"text": 5}\n', "edgewise: error: chunk #1: text must be a string, but got int"),
+        ([], '{"text": "a", "score": NaN}\n', "edgewise: error: chunk 'chunk-0' (#0): score must be finite, but got nan"),
+        ([], '{"text": "a"}\nnot json\n', "edgewise: error: chunks.json line 2: invalid JSON"),
+        (["--order", "calibrated:missing.json"], None, "edgewise: error: profile file 'missing.json' could not be read"),
+    ],
+)
+def test_errors_are_one_line_with_status_2(capsys, tmp_path, monkeypatch, args, content, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chunks.json").write_text(content if content is not None else json.dumps(CHUNKS))
+    code, out, err = run(capsys, "pack", "-q", "q", "-c", "chunks.json", *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_the_installed_command_runs_and_fails_cleanly(tmp_path, chunks_file):
+    ok = subprocess.run([sys.executable, "-m", "edgewise", "pack", "-q", "q", "-c", chunks_file, "-t", "words"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("[System]")
+    bad = subprocess.run([sys.executable, "-m", "edgewise", "pack", "-q", "q", "-c", str(tmp_path / "nope.json")],
+                         capture_output=True, text=True)
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert bad.stderr == f"edgewise: error: chunks file '{tmp_path / 'nope.json'}' could not be read: No such file or directory\n"
+
+
+def test_import_is_light_and_a_base_install_packs(chunks_file):
+    """`import edgewise` loads no heavy module; pack works with every optional extra blocked."""
+    probe = (
+        "import sys, edgewise\n"
+        "heavy = {'numpy', 'onnxruntime', 'torch', 'tokenizers', 'tiktoken', 'jinja2', 'llama_cpp', 'matplotlib'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    blocked = (
+        "import sys\n"
+        "for name in ('numpy', 'onnxruntime', 'torch', 'tokenizers', 'llama_cpp', 'matplotlib', 'haystack'):\n"
+        "    sys.modules[name] = None  # importing any of them now raises ImportError\n"
+        "from edgewise.cli import main\n"
+        f"sys.exit(main(['pack', '-q', 'capital?', '-c', {chunks_file!r}, '-b', '300']))\n"
+    )
+    run_ = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert run_.returncode == 0 and "Paris is the capital of France." in run_.stdout, run_.stderr
