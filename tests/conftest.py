@@ -1,12 +1,14 @@
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+# The shared evaluation data sits beside the project (../shared/data); EDGEWISE_DATA overrides it.
+DATA = Path(os.environ.get("EDGEWISE_DATA", ROOT.parent / "shared" / "data"))
 
 settings.register_profile("edgewise", deadline=None, print_blob=True)
 settings.load_profile("edgewise")

@@ -7,8 +7,8 @@ score → limit → fit (budget) → place (order) → render (layout) → re-en
 ...           {"id": "b", "text": "Lyon is known for its food.", "score": 0.2},
 ...           {"id": "c", "text": "France is in Europe.", "score": 0.5}],
 ...          budget=300, layout="paper")
->>> p.debug_info.order, p.debug_info.prompt_tokens <= 300
-(['a', 'c', 'b'], True)
+>>> p.debug_info.order, p.debug_info.prompt_tokens <= 300  # best first, second best last
+(['a', 'b', 'c'], True)
 """
 
 from __future__ import annotations
