@@ -115,3 +115,12 @@ def test_import_is_light_and_a_base_install_packs(chunks_file):
     )
     run_ = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert run_.returncode == 0 and "Paris is the capital of France." in run_.stdout, run_.stderr
+
+
+def test_usage_errors_are_one_line_too(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["pack", "-q", "q", "-c", "x.json", "--format", "xml"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err == ("edgewise pack: error: argument --format/-f: invalid choice: 'xml' "
+                   "(choose from 'text', 'json', 'openai', 'anthropic') (see edgewise pack --help)\n")

@@ -137,9 +137,16 @@ def cmd_list(a: argparse.Namespace) -> None:
         print(f"{title}: {', '.join(names)}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (status 2), like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edgewise", description="Pack retrieved chunks into the prompt an LLM reads best.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="edgewise", description="Pack retrieved chunks into the prompt an LLM reads best.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("pack", help="pack chunks for a query into a prompt")
     _pack_options(p)

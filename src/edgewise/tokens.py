@@ -80,14 +80,6 @@ class TiktokenTokenizer:
     def count(self, text: str) -> int:
         return self._cache.get(text, lambda t: len(self.encoding.encode_ordinary(t)))
 
-    def count_many(self, texts: list[str]) -> list[int]:
-        """Counts for many texts; distinct uncached texts are encoded in one batch."""
-        todo = list(dict.fromkeys(t for t in texts if t not in self._cache._data))
-        if todo:
-            for text, ids in zip(todo, self.encoding.encode_ordinary_batch(todo)):
-                self._cache.get(text, lambda _t, n=len(ids): n)
-        return [self.count(t) for t in texts]
-
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
             return ""

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from . import sections  # noqa: F401  (each layout module registers itself)
-from . import layered  # noqa: F401
-from . import paper  # noqa: F401
-from . import kv  # noqa: F401
-from . import template  # noqa: F401
+from . import (
+    kv,  # noqa: F401
+    layered,  # noqa: F401
+    paper,  # noqa: F401
+    sections,  # noqa: F401  (each layout module registers itself)
+    template,  # noqa: F401
+)
 from .base import LAYOUTS, Item, Layout, Rendered, RenderInput, get_layout, layout, layout_names, quote, unquote
 from .parse import Parsed, ParsedChunk, parse
 
