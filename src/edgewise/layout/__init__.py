@@ -1,13 +1,12 @@
 """Layouts: how selected, placed chunks become a prompt (a registry, like the orders)."""
-# isort: skip_file  (registration order is the order `edgewise list` and errors show)
 
 from __future__ import annotations
 
-from . import (
+from . import (  # each layout module registers itself
     kv,  # noqa: F401
     layered,  # noqa: F401
     paper,  # noqa: F401
-    sections,  # noqa: F401  (each layout module registers itself)
+    sections,  # noqa: F401
     template,  # noqa: F401
 )
 from .base import LAYOUTS, Item, Layout, Rendered, RenderInput, get_layout, layout, layout_names, quote, unquote

@@ -135,8 +135,13 @@ def layout(name: str) -> Callable[[Callable[[str | None], Layout]], Callable[[st
     return register
 
 
+_SHOWN_FIRST = ("sections", "layered", "paper", "kv", "template")
+
+
 def layout_names() -> list[str]:
-    return [f"{n}:FILE" if n == "template" else n for n in LAYOUTS]
+    """Registered layouts, the built-in ones first in a fixed order, then any added ones."""
+    names = sorted(LAYOUTS, key=lambda n: (_SHOWN_FIRST.index(n) if n in _SHOWN_FIRST else len(_SHOWN_FIRST), n))
+    return [f"{n}:FILE" if n == "template" else n for n in names]
 
 
 def get_layout(spec: str | Layout) -> Layout:
