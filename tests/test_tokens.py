@@ -83,3 +83,26 @@ def test_unknown_tokenizer_names_the_value_and_the_choices():
         get_tokenizer("gpt5")
     with pytest.raises(ConfigError, match="could not be loaded"):
         get_tokenizer("hf:/nonexistent/tokenizer.json")
+
+
+JOIN_HEADS = st.text(max_size=40).map(lambda t: t + "\n") | st.sampled_from(["x.\n\n", " \n", "a\r\n", "9\n", "é\n\n", "\n"])
+JOIN_TAILS = st.text(min_size=1, max_size=40) | st.sampled_from(["[Section A", "<doc", "/x", " x", "\nx", "'s", "123"])
+
+
+@given(JOIN_HEADS, JOIN_TAILS)
+def test_count_concat_equals_counting_the_joined_text(head, tail):
+    for name in ("cl100k_base", "o200k_base", "words", "chars"):
+        tok = get_tokenizer(name)
+        assert tok.count_concat(head, tail) == tok.count(head + tail)
+
+
+def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
+    from edgewise.tokens import _CountCache
+
+    cache = _CountCache(max_chars=100)
+    for i in range(20):
+        cache.get(f"{i:02d}" * 5, len)  # 10 characters each
+        cache.get("00" * 5, len)  # used again and again: never evicted
+    assert cache._chars <= 100 and "00" * 5 in cache._data and "01" * 5 not in cache._data
+    cache.get("z" * 500, len)  # longer than a quarter of the cache: counted, never stored
+    assert "z" * 500 not in cache._data

@@ -212,7 +212,9 @@ def pack(
 
     # Sections layout: past the key facts, prefer summaries when the rest cannot all go in whole.
     head_n = high_importance_k if lay.name == "sections" else len(kept)
-    slack = 0  # tokens the joins and section headers add on top of the blocks, as last measured
+    # Tokens the joins and section headers add on top of the blocks: first estimated from a probe
+    # with a tiny chunk in each section, then as measured on the last pass.
+    slack = _overhead(lay, req, measure, fixed, cost, head_n) if budget is not None else 0
     passes = 0
     while True:
         available = None if budget is None else budget - fixed - slack
@@ -248,8 +250,14 @@ def pack(
             rendered, total = trial, trial_total
 
     return Packed(rendered.prompt, rendered, _debug(
-        rendered, chosen_items, dropped, merged, unique, input_index, final_rank, tok, budget, order, lay, ranked_by, passes
+        rendered, chosen_items, dropped, merged, unique, input_index, final_rank, tok, budget, order, lay, ranked_by, passes,
+        cost,
     ))
+
+
+def _overhead(lay: Layout, req: _Request, measure: Any, fixed: int, cost: Any, head_n: int) -> int:
+    probe = [Item(Chunk(f"~{r}", "x"), "whole", "x", r) for r in (0, max(head_n, 2), 1)]  # A, B, C
+    return max(0, measure(lay.render(_input(req, tuple(probe)))) - fixed - sum(cost(it) for it in probe))
 
 
 def _fit_two_phase(kept: list[Chunk], head_n: int, available: int | None, cost: Any, tok: Tokenizer, min_truncated: int):  # noqa: ANN202
@@ -277,9 +285,14 @@ def _input(req: _Request, items: tuple[Item, ...], reminders: tuple[Item, ...] =
 def _measurer(tok: Tokenizer):  # noqa: ANN202
     def measure(r: Rendered) -> int:
         """The larger of the prompt's count and the sum over its message contents."""
-        return max(tok.count(r.prompt), tok.count(r.system) + tok.count(r.user))
+        return max(_prompt_tokens(tok, r), tok.count(r.system) + tok.count(r.user))
 
     return measure
+
+
+def _prompt_tokens(tok: Tokenizer, r: Rendered) -> int:
+    """Tokens of ``r.prompt``; the system part's count is cached across passes and calls."""
+    return tok.count_concat(r.system + "\n\n", r.user) if r.system else tok.count(r.user)
 
 
 def _trim_profile(req: _Request, lay: Layout, tok: Tokenizer, measure: Any, budget: int, fixed: int, trim: bool):  # noqa: ANN202
@@ -304,9 +317,9 @@ def _trim_profile(req: _Request, lay: Layout, tok: Tokenizer, measure: Any, budg
 def _debug(
     rendered: Rendered, items: list[Item], dropped: list[tuple[Chunk, str]], merged: list[Merged],
     unique: list[Chunk], input_index: dict[str, int], final_rank: dict[str, int], tok: Tokenizer,
-    budget: int | None, order: str, lay: Layout, ranked_by: str, passes: int,
+    budget: int | None, order: str, lay: Layout, ranked_by: str, passes: int, cost: Any,
 ) -> DebugInfo:
-    prompt_tokens = tok.count(rendered.prompt)
+    prompt_tokens = _prompt_tokens(tok, rendered)
     message_tokens = tok.count(rendered.system) + tok.count(rendered.user)
     position = {cid: p for p, cid in enumerate(rendered.order)}
     section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
@@ -319,7 +332,7 @@ def _debug(
         records.append({
             "id": it.id, "input_index": input_index[it.id], "rank": final_rank[it.id], "score": by_id[it.id].score,
             "outcome": outcome[it.form], "reason": reasons[it.form], "position": position.get(it.id),
-            "section": section_of.get(it.id), "tokens": tok.count(it.text), "original_tokens": tok.count(it.chunk.text),
+            "section": section_of.get(it.id), "tokens": cost(it),
         })
     for chunk, why in dropped:
         records.append({"id": chunk.id, "input_index": input_index[chunk.id], "rank": final_rank[chunk.id],

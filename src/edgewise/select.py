@@ -122,8 +122,9 @@ def fit(
                 items.append(whole)
                 left -= need
                 continue
-        overhead = cost(Item(chunk, "truncated", "", rank))
-        room = left - overhead
+        # An empty block costs at least `floor`: don't price a cut that cannot leave enough text.
+        overhead = cost(Item(chunk, "truncated", "", rank)) if left - floor >= min_truncated_tokens else None
+        room = -1 if overhead is None else left - overhead
         if room >= min_truncated_tokens:
             cut = Item(chunk, "truncated", tokenizer.truncate(chunk.text, room), rank)
             need_cut = cost(cut)
@@ -138,7 +139,7 @@ def fit(
         if summary is not None:
             why += f", {need_summary} as its summary"
         dropped.append((chunk, f"{why}, {left} left: too few to truncate it to "
-                               f"{min_truncated_tokens} tokens plus {overhead} for its tags"))
+                               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {floor}'} for its tags"))
     if prefer_summary and left is not None:
         # room left over: give summarised chunks their whole text back, best first
         for i, item in enumerate(items):

@@ -41,13 +41,19 @@ class Tokenizer(Protocol):
         """How many of ``text``'s tokens lie wholly inside ``text[:n_chars]``."""
         ...
 
+    def count_concat(self, head: str, tail: str) -> int:
+        """``count(head + tail)``, computed from the parts' cached counts where that is exact."""
+        ...
+
 
 class _CountCache:
-    """A bounded content-keyed cache, so each distinct text is encoded once."""
+    """Counts by content, so each distinct text is encoded once; least recently used texts are
+    evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory."""
 
-    def __init__(self, size: int = 65536) -> None:
+    def __init__(self, max_chars: int = 8_000_000) -> None:
         self._data: OrderedDict[str, int] = OrderedDict()
-        self._size = size
+        self._max_chars = max_chars
+        self._chars = 0
         self.hits = 0
         self.misses = 0
 
@@ -55,13 +61,33 @@ class _CountCache:
         value = self._data.get(text)
         if value is not None:
             self.hits += 1
+            self._data.move_to_end(text)
             return value
         self.misses += 1
         value = compute(text)
-        self._data[text] = value
-        if len(self._data) > self._size:
-            self._data.popitem(last=False)
+        if len(text) <= self._max_chars // 4:
+            self._data[text] = value
+            self._chars += len(text)
+            while self._chars > self._max_chars:
+                old, _ = self._data.popitem(last=False)
+                self._chars -= len(old)
         return value
+
+    def clear(self) -> None:
+        self._data.clear()
+        self._chars = 0
+
+
+def _split_is_clean(head: str, tail: str) -> bool:
+    """True when no pre-token of cl100k/o200k can span the join of ``head`` and ``tail``.
+
+    Both encodings end every pre-token that holds a line break at the last break of a run
+    (``\\s*[\\r\\n]``, ``[^\\s\\p{L}\\p{N}]+[\\r\\n]*``; o200k also takes a ``/``), and no
+    pattern starts with a line break followed by something else, so after a line break a
+    non-space character other than ``/`` always starts a new pre-token, and BPE never merges across
+    pre-tokens: the counts add up.
+    """
+    return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"
 
 
 class TiktokenTokenizer:
@@ -92,7 +118,14 @@ class TiktokenTokenizer:
             prefix = prefix[:-1]
         return prefix
 
+    def count_concat(self, head: str, tail: str) -> int:
+        if _split_is_clean(head, tail):
+            return self.count(head) + self.count(tail)
+        return self.count(head + tail)
+
     def count_prefix(self, text: str, n_chars: int) -> int:
+        if 0 < n_chars < len(text) and _split_is_clean(text[:n_chars], text[n_chars:]):
+            return self.count(text[:n_chars])
         limit = len(text[:n_chars].encode("utf-8"))
         used = 0
         for n, token in enumerate(self.encoding.encode_ordinary(text)):
@@ -143,6 +176,9 @@ class HFTokenizer:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return sum(1 for _, end in self._encode(text).offsets if end <= n_chars)
 
+    def count_concat(self, head: str, tail: str) -> int:
+        return self.count(head + tail)
+
 
 class WordsEstimator:
     """ceil(1.3 × words): the rule of thumb RAG guides use. An estimate, labelled as one."""
@@ -171,6 +207,9 @@ class WordsEstimator:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return self.count(text[:n_chars])
 
+    def count_concat(self, head: str, tail: str) -> int:
+        return self.count(head + tail)
+
 
 class CharsEstimator:
     """len(text) / 4, rounded up: the cheapest estimate, labelled as one."""
@@ -186,6 +225,9 @@ class CharsEstimator:
 
     def count_prefix(self, text: str, n_chars: int) -> int:
         return len(text[:n_chars]) // 4
+
+    def count_concat(self, head: str, tail: str) -> int:
+        return self.count(head + tail)
 
 
 _ENCODINGS = ("cl100k_base", "o200k_base")
