@@ -16,7 +16,6 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 from .errors import ConfigError, InputError, unknown
@@ -149,7 +148,7 @@ def load_profile(path: str | None) -> list[float]:
     if not path:
         raise ConfigError("order 'calibrated' needs a profile file: calibrated:PROFILE.json")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(_read(path))
     except OSError as exc:
         raise ConfigError(f"profile file {path!r} could not be read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
@@ -199,3 +198,8 @@ def reorder(items: Sequence[T], spec: str = "edges") -> list[T]:
     ['a', 'c', 'e', 'd', 'b']
     """
     return [items[r] for r in place(spec, len(items), input_order=range(len(items)))]
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()

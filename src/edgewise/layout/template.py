@@ -9,7 +9,6 @@ templates that take on the escaping themselves.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -34,7 +33,7 @@ class Template:
             raise ImportError("template layouts need jinja2: pip install edgewise") from None
         self.name = f"template:{path}"
         try:
-            source = Path(path).read_text(encoding="utf-8")
+            source = _read(path)
         except OSError as exc:
             raise ConfigError(f"template file {path!r} could not be read: {exc.strerror}") from None
         env = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=False, autoescape=False)
@@ -66,3 +65,8 @@ def _template(arg: str | None) -> Template:
     if not arg:
         raise ConfigError("layout 'template' needs a file: template:FILE")
     return Template(arg)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()

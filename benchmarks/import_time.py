@@ -1,0 +1,50 @@
+"""How long `import edgewise` takes, next to the standard-library modules it needs anyway.
+
+Each measurement is a fresh interpreter (`python -X importtime -c "import edgewise"`), so nothing is
+cached in the process; the table gives the median over `--runs` of the cumulative import time of
+`edgewise`, and of the stdlib modules alone, and lists any heavy module the import pulled in.
+
+    .venv/bin/python benchmarks/import_time.py --runs 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+
+HEAVY = ("numpy", "onnxruntime", "torch", "tokenizers", "tiktoken", "jinja2", "haystack", "llama_cpp", "matplotlib")
+STDLIB = "import json, re, dataclasses, typing, collections, math, threading"
+
+
+def cumulative_us(statement: str, module: str) -> int:
+    """Cumulative import time, in microseconds, of the top-level `module` in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", statement], capture_output=True, text=True, check=True)
+    total = 0
+    for line in out.stderr.splitlines():
+        parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
+        if len(parts) == 3 and parts[2] in module.split(",") and parts[1].isdigit():
+            total += int(parts[1])
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    ours = [cumulative_us("import edgewise", "edgewise") / 1000 for _ in range(args.runs)]
+    base = [cumulative_us(STDLIB, "json,re,dataclasses,typing,collections,math,threading") / 1000 for _ in range(args.runs)]
+    probe = f"import sys, edgewise; print(','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)) or 'none')"
+    heavy = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    load = open("/proc/loadavg").read().split()[:3] if sys.platform == "linux" else ["?"] * 3
+    print(f"Python {sys.version.split()[0]}; median of {args.runs} fresh interpreters; load average {' / '.join(load)}\n")
+    print("| import | median ms | min ms | max ms |")
+    print("|---|---:|---:|---:|")
+    print(f"| `import edgewise` (cumulative) | {statistics.median(ours):.1f} | {min(ours):.1f} | {max(ours):.1f} |")
+    print(f"| stdlib it needs, alone (`{STDLIB[7:]}`) | {statistics.median(base):.1f} | {min(base):.1f} | {max(base):.1f} |")
+    print(f"\nheavy modules loaded by `import edgewise`: {heavy}")
+
+
+if __name__ == "__main__":
+    main()
