@@ -41,7 +41,6 @@ def _text_arg(value: str | None, what: str) -> str | None:
 
 def _pack_options(p: argparse.ArgumentParser) -> None:
     from .layout import layout_names
-    from .order import order_names
     from .score import scorer_names
     from .tokens import tokenizer_names
 
@@ -65,7 +64,6 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query-aware", action="store_true", help="paper layout: ask the question before the documents too")
     p.add_argument("--format", "-f", default="text", choices=["text", "json", "openai", "anthropic"])
     p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
-    p.epilog = f"orders: {', '.join(order_names())}"
 
 
 def _pack_kwargs(a: argparse.Namespace) -> dict[str, Any]:
@@ -145,12 +143,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .order import order_names
+
     parser = _Parser(prog="edgewise", description="Pack retrieved chunks into the prompt an LLM reads best.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("pack", help="pack chunks for a query into a prompt")
     _pack_options(p)
-    p.add_argument("--order", "-o", default="edges", help="placement strategy (see `edgewise list`)")
+    p.add_argument("--order", "-o", default="edges", help="placement strategy: " + ", ".join(order_names()))
     p.add_argument("--key-id", help="the key chunk for --order position:K")
     p.set_defaults(func=cmd_pack)
 
