@@ -222,3 +222,12 @@ def test_the_bundled_example_packs_within_budget(example):
     assert len(info.placed) + len(info.summarized) + len(info.truncated) + len(info.dropped) == len(chunks)
     # the injection in doc-61#4 stays quoted text
     assert "\n[Question]\n" in out.prompt and out.prompt.count("\n[Question]") == 1
+
+
+def test_kv_records_are_scored_by_their_key_so_the_asked_key_goes_to_an_edge():
+    keys = ["9f1c2d3e-aaaa-4bbb-8ccc-000000000001", "0b7e6a5d-dddd-4eee-9fff-000000000002",
+            "5a4b3c2d-1111-4222-8333-000000000003", "77aa88bb-4444-4555-9666-000000000004"]
+    records = [{"id": f"r{i}", "text": f"value-{i}", "meta": {"key": k}} for i, k in enumerate(keys)]
+    out = pack(keys[2], records, layout="kv", scorer="bm25", tokenizer="words")
+    assert out.debug_info.order[0] == "r2" and out.debug_info.scorer == "bm25"
+    assert out.prompt.split("JSON data:\n", 1)[1].startswith('{"5a4b3c2d-1111-4222-8333-000000000003": "value-2"')

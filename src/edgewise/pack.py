@@ -130,7 +130,9 @@ def rank(
 
 
 def _scored_text(c: Chunk) -> str:
-    return f"{c.title}\n{c.text}" if c.title else c.text
+    """What a scorer reads: the record key (``meta.key``, as in the ``kv`` layout), title and text."""
+    key = c.meta.get("key")
+    return "\n".join(part for part in (key if isinstance(key, str) else None, c.title, c.text) if part)
 
 
 def pack(
