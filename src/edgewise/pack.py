@@ -287,14 +287,20 @@ def _input(req: _Request, items: tuple[Item, ...], reminders: tuple[Item, ...] =
 def _measurer(tok: Tokenizer):  # noqa: ANN202
     def measure(r: Rendered) -> int:
         """The larger of the prompt's count and the sum over its message contents."""
-        return max(_prompt_tokens(tok, r), tok.count(r.system) + tok.count(r.user))
+        return max(_prompt_tokens(tok, r), tok.count(r.system) + _user_tokens(tok, r))
 
     return measure
 
 
+def _user_tokens(tok: Tokenizer, r: Rendered) -> int:
+    return tok.count_parts(r.user_parts) if r.user_parts else tok.count(r.user)
+
+
 def _prompt_tokens(tok: Tokenizer, r: Rendered) -> int:
-    """Tokens of ``r.prompt``; the system part's count is cached across passes and calls."""
-    return tok.count_concat(r.system + "\n\n", r.user) if r.system else tok.count(r.user)
+    """Tokens of ``r.prompt``, from cached counts of its pieces (system, blocks) where exact."""
+    if not r.system:
+        return _user_tokens(tok, r)
+    return tok.count_parts((r.system + "\n\n", *(r.user_parts or (r.user,))))
 
 
 def _trim_profile(req: _Request, lay: Layout, tok: Tokenizer, measure: Any, budget: int, fixed: int, trim: bool):  # noqa: ANN202
@@ -322,7 +328,7 @@ def _debug(
     budget: int | None, order: str, lay: Layout, ranked_by: str, passes: int, cost: Any,
 ) -> DebugInfo:
     prompt_tokens = _prompt_tokens(tok, rendered)
-    message_tokens = tok.count(rendered.system) + tok.count(rendered.user)
+    message_tokens = tok.count(rendered.system) + _user_tokens(tok, rendered)
     position = {cid: p for p, cid in enumerate(rendered.order)}
     section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
     outcome = {"whole": "placed", "summary": "summarized", "truncated": "truncated"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError, unknown
@@ -41,8 +41,8 @@ class Tokenizer(Protocol):
         """How many of ``text``'s tokens lie wholly inside ``text[:n_chars]``."""
         ...
 
-    def count_concat(self, head: str, tail: str) -> int:
-        """``count(head + tail)``, computed from the parts' cached counts where that is exact."""
+    def count_parts(self, parts: Sequence[str]) -> int:
+        """``count("".join(parts))``, computed from the parts' cached counts where that is exact."""
         ...
 
 
@@ -118,10 +118,10 @@ class TiktokenTokenizer:
             prefix = prefix[:-1]
         return prefix
 
-    def count_concat(self, head: str, tail: str) -> int:
-        if _split_is_clean(head, tail):
-            return self.count(head) + self.count(tail)
-        return self.count(head + tail)
+    def count_parts(self, parts: Sequence[str]) -> int:
+        if all(_split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
+            return sum(self.count(p) for p in parts)
+        return self.count("".join(parts))
 
     def count_prefix(self, text: str, n_chars: int) -> int:
         if 0 < n_chars < len(text) and _split_is_clean(text[:n_chars], text[n_chars:]):
@@ -176,8 +176,8 @@ class HFTokenizer:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return sum(1 for _, end in self._encode(text).offsets if end <= n_chars)
 
-    def count_concat(self, head: str, tail: str) -> int:
-        return self.count(head + tail)
+    def count_parts(self, parts: Sequence[str]) -> int:
+        return self.count("".join(parts))
 
 
 class WordsEstimator:
@@ -207,8 +207,8 @@ class WordsEstimator:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return self.count(text[:n_chars])
 
-    def count_concat(self, head: str, tail: str) -> int:
-        return self.count(head + tail)
+    def count_parts(self, parts: Sequence[str]) -> int:
+        return self.count("".join(parts))
 
 
 class CharsEstimator:
@@ -226,8 +226,8 @@ class CharsEstimator:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return len(text[:n_chars]) // 4
 
-    def count_concat(self, head: str, tail: str) -> int:
-        return self.count(head + tail)
+    def count_parts(self, parts: Sequence[str]) -> int:
+        return self.count("".join(parts))
 
 
 _ENCODINGS = ("cl100k_base", "o200k_base")

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, Protocol
 
 from ..chunk import Chunk
@@ -36,6 +37,7 @@ def quote(text: str) -> str:
     return INDENT + quote_tail(text)
 
 
+@lru_cache(maxsize=4096)  # a chunk is rendered several times while its budget is settled
 def quote_tail(text: str) -> str:
     """Indent every line of ``text`` but the first (for payloads that start on a structure line)."""
     return _SEP_RE.sub(lambda m: m.group(1) + INDENT, text)
@@ -106,6 +108,11 @@ class Rendered:
     order: list[str]
     stable_chars: int
     reminder_ids: list[str] = field(default_factory=list)
+    user_parts: tuple[str, ...] = ()  # optional: pieces of `user` (blocks with their "\n"), for counting
+
+    def __post_init__(self) -> None:
+        if self.user_parts and "".join(self.user_parts) != self.user:
+            raise ValueError("Rendered.user_parts must join to Rendered.user")
 
     @property
     def prompt(self) -> str:
@@ -165,9 +172,15 @@ def doc_block(item: Item) -> str:
     return f"<doc {attrs}>\n{quote(item.text)}\n</doc>"
 
 
-def join_blocks(items: tuple[Item, ...] | list[Item]) -> str:
-    return "\n".join(doc_block(i) for i in items)
-
-
 def section(header: str, body: str) -> str:
     return f"[{header}]\n{body}"
+
+
+def section_parts(header: str, blocks: list[str]) -> list[str]:
+    """A section as pieces: its header line, then each block with the line break after it.
+
+    Every piece ends with a line break and the next one starts with ``[`` or ``<``, so token counts
+    of the pieces add up (see ``tokens._split_is_clean``) and a block's count, taken once when it
+    was budgeted, is reused for the whole prompt. The last block carries the blank line.
+    """
+    return [f"[{header}]\n"] + [b + "\n" for b in blocks[:-1]] + [blocks[-1] + "\n\n"]

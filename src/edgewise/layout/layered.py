@@ -7,7 +7,7 @@ in tokens. Documents follow, and the question comes last, where attention is hig
 
 from __future__ import annotations
 
-from .base import Rendered, RenderInput, doc_block, join_blocks, layout, quote, section
+from .base import Rendered, RenderInput, doc_block, layout, quote, section, section_parts
 
 SYSTEM = (
     "You answer questions from the retrieved documents below. Each document opens with a <doc> "
@@ -27,14 +27,16 @@ class Layered:
         if inp.profile:
             stable.append(section(HEADERS["profile"], quote(inp.profile)))
         system = "\n\n".join(stable)
-        parts = []
+        parts: list[str] = []
         if inp.items:
-            parts.append(section(HEADERS["documents"], join_blocks(inp.items)))
+            parts += section_parts(HEADERS["documents"], [doc_block(i) for i in inp.items])
         parts.append(section(HEADERS["question"], quote(inp.query)))
         if inp.expected_output:
+            parts[-1] += "\n\n"
             parts.append(section("Expected output", quote(inp.expected_output)))
         ids = [i.id for i in inp.items]
-        return Rendered(system, "\n\n".join(parts), {"documents": ids}, ids, stable_chars=len(system) + 2)
+        return Rendered(system, "".join(parts), {"documents": ids}, ids, stable_chars=len(system) + 2,
+                        user_parts=tuple(parts))
 
 
 @layout("layered")

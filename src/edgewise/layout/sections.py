@@ -8,7 +8,7 @@ in placement order. Summaries of key facts, when the budget allows, follow as re
 
 from __future__ import annotations
 
-from .base import Item, Rendered, RenderInput, attr, doc_block, join_blocks, layout, quote, section
+from .base import Item, Rendered, RenderInput, attr, doc_block, layout, quote, section, section_parts
 
 SYSTEM = (
     "You answer questions from retrieved context. The context comes in three sections: "
@@ -68,23 +68,21 @@ class Sections:
         if inp.profile:
             stable.append(section(HEADERS["profile"], quote(inp.profile)))
         system = "\n\n".join(stable)
-        parts = []
-        if a:
-            parts.append(section(HEADERS["A"], join_blocks(a)))
-        if b:
-            parts.append(section(HEADERS["B"], join_blocks(b)))
-        if c or inp.reminders:
-            body = "\n".join([doc_block(i) for i in c] + [reminder_block(r) for r in inp.reminders])
-            parts.append(section(HEADERS["C"], body))
-        parts.append(section(HEADERS["question"], quote(inp.query)))
+        parts: list[str] = []
+        for key, blocks in (("A", [doc_block(i) for i in a]), ("B", [doc_block(i) for i in b]),
+                            ("C", [doc_block(i) for i in c] + [reminder_block(r) for r in inp.reminders])):
+            if blocks:
+                parts += section_parts(HEADERS[key], blocks)
+        parts.append(section(HEADERS["question"], quote(inp.query)) + "\n\n")
         parts.append(section(HEADERS["expected"], quote(inp.expected_output or EXPECTED)))
         return Rendered(
             system=system,
-            user="\n\n".join(parts),
+            user="".join(parts),
             sections={"A": [i.id for i in a], "B": [i.id for i in b], "C": [i.id for i in c]},
             order=[i.id for i in a + b + c],
             stable_chars=len(system) + 2,
             reminder_ids=[r.id for r in inp.reminders],
+            user_parts=tuple(parts),
         )
 
 
