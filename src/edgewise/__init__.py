@@ -14,6 +14,7 @@ from .errors import BudgetError, ConfigError, EdgewiseError, InputError
 from .layout import get_layout, layout, layout_names, parse
 from .order import order, order_names, place, reorder
 from .pack import DebugInfo, Packed, pack, rank, variants
+from .prune import extractive_summary, highlight, prune_chunk
 from .score import get_scorer, scorer, scorer_names
 from .select import fit, limit
 from .tokens import get_tokenizer, tokenizer_names
@@ -21,7 +22,7 @@ from .tokens import get_tokenizer, tokenizer_names
 __version__ = "0.1.0"
 __all__ = [
     "BudgetError", "Chunk", "ConfigError", "DebugInfo", "EdgewiseError", "InputError", "Packed",
-    "fit", "get_layout", "get_scorer", "get_tokenizer", "layout", "layout_names", "limit", "normalize",
+    "extractive_summary", "fit", "get_layout", "highlight", "prune_chunk", "get_scorer", "get_tokenizer", "layout", "layout_names", "limit", "normalize",
     "order", "order_names", "pack", "parse", "place", "rank", "reorder", "scorer", "scorer_names",
     "tokenizer_names", "variants",
 ]

@@ -62,6 +62,11 @@ def _pack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expected-output", help="expected output note (or @FILE)")
     p.add_argument("--trim-profile", action="store_true", help="truncate the profile if the fixed layers exceed the budget")
     p.add_argument("--query-aware", action="store_true", help="paper layout: ask the question before the documents too")
+    p.add_argument("--prune", type=float, metavar="THRESHOLD", help="keep only sentences scoring at least this, in [0, 1]")
+    p.add_argument("--prune-relative", action="store_true", help="--prune is relative to each chunk's best sentence")
+    p.add_argument("--summaries", choices=["given", "auto"], default="given",
+                   help="auto: extractive summaries for chunks without meta.summary")
+    p.add_argument("--summary-tokens", type=int, default=60, help="cap of an automatic summary (default 60)")
     p.add_argument("--format", "-f", default="text", choices=["text", "json", "openai", "anthropic"])
     p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
 
@@ -74,7 +79,8 @@ def _pack_kwargs(a: argparse.Namespace) -> dict[str, Any]:
         system=_text_arg(a.system, "system"), profile=_text_arg(a.profile, "profile"),
         instructions=_text_arg(a.instructions, "instructions"),
         expected_output=_text_arg(a.expected_output, "expected output"), trim_profile=a.trim_profile,
-        query_aware=a.query_aware,
+        query_aware=a.query_aware, prune=a.prune, prune_relative=a.prune_relative, summaries=a.summaries,
+        summary_tokens=a.summary_tokens,
     )
 
 
@@ -163,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list orders, layouts, scorers and tokenizers")
     ls.set_defaults(func=cmd_list)
+
+    from . import cli_relevance
+
+    cli_relevance.add_commands(sub)  # score, prune, highlight, data nq
     return parser
 
 

@@ -45,6 +45,7 @@ class DebugInfo:
     dropped: list[dict[str, Any]]
     chunks: list[dict[str, Any]]
     reminders: list[str]
+    pruned: list[dict[str, Any]]
     prompt_tokens: int
     message_tokens: int
     budget: int | None
@@ -157,6 +158,10 @@ def pack(
     trim_profile: bool = False,
     key_id: str | None = None,
     query_aware: bool = False,
+    prune: float | None = None,
+    prune_relative: bool = False,
+    summaries: str = "given",
+    summary_tokens: int = 60,
 ) -> Packed:
     """Pack ``chunks`` for ``query`` into at most ``budget`` tokens of prompt.
 
@@ -165,6 +170,12 @@ def pack(
     ``edges-mirror``, ``relevance``, ``reverse``, ``original``, ``middle-boost``, ``position:K``,
     ``calibrated:PROFILE.json``); ``layout`` a renderer (``sections``, ``layered``, ``paper``,
     ``kv``, ``template:FILE``). Chunks without scores are ranked by input order, or by ``scorer``.
+
+    ``prune`` (a threshold in [0, 1]) keeps only the sentences of each chunk that help the query
+    (relative to the chunk's best sentence with ``prune_relative``); ``summaries="auto"`` writes an
+    extractive summary of at most ``summary_tokens`` tokens for chunks past the key facts that have
+    no ``meta.summary``. Both use the MiniLM sentence model with the ``models`` extra installed,
+    and a lexical model otherwise.
     """
     if not isinstance(query, str):
         raise InputError(f"query must be a string, but got {type(query).__name__}")
@@ -181,6 +192,12 @@ def pack(
     for name, value in (("system", system), ("profile", profile), ("instructions", instructions), ("expected_output", expected_output)):
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be a string, but got {type(value).__name__}")
+    if summaries not in ("given", "auto"):
+        raise InputError(f"summaries must be 'given' or 'auto', but got {summaries!r}")
+    if isinstance(summary_tokens, bool) or not isinstance(summary_tokens, int) or summary_tokens < 1:
+        raise InputError(f"summary_tokens must be an integer >= 1, but got {summary_tokens!r}")
+    if prune is not None and (isinstance(prune, bool) or not isinstance(prune, (int, float)) or not 0 <= prune <= 1):
+        raise InputError(f"prune must be a threshold in [0, 1], but got {prune!r}")
     resolve(order)  # fail on an unknown order before any work
     tok = get_tokenizer(tokenizer)
     lay = get_layout(layout)
@@ -195,6 +212,12 @@ def pack(
         ranked.sort(key=lambda c: c.id != key_id)
     kept, dropped = limit(ranked, top_k=top_k, min_score=min_score, word_count_threshold=word_count_threshold)
     final_rank = {c.id: r for r, c in enumerate(ranked)}
+    head_n = high_importance_k if lay.name == "sections" else len(kept)
+    pruned: list[dict[str, Any]] = []
+    if prune is not None:
+        kept, pruned = _prune(query, kept, prune, prune_relative)
+    if summaries == "auto":
+        kept = _auto_summaries(query, kept, head_n if lay.name == "sections" else 0, summary_tokens, tok)
 
     req = _Request(query, system, profile, instructions, expected_output, high_importance_k, query_aware)
     measure = _measurer(tok)
@@ -213,7 +236,6 @@ def pack(
         return lay.render(_input(req, tuple(by_rank[r] for r in placed), reminders))
 
     # Sections layout: past the key facts, prefer summaries when the rest cannot all go in whole.
-    head_n = high_importance_k if lay.name == "sections" else len(kept)
     # Tokens the joins and section headers add on top of the blocks: first estimated from a probe
     # with a tiny chunk in each section, then as measured on the last pass.
     slack = _overhead(lay, req, measure, fixed, cost, head_n) if budget is not None else 0
@@ -253,7 +275,7 @@ def pack(
 
     return Packed(rendered.prompt, rendered, _debug(
         rendered, chosen_items, dropped, merged, unique, input_index, final_rank, tok, budget, order, lay, ranked_by, passes,
-        cost,
+        cost, pruned,
     ))
 
 
@@ -274,6 +296,35 @@ def _fit_two_phase(kept: list[Chunk], head_n: int, available: int | None, cost: 
     ) > left
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used)
+
+
+def _prune(query: str, chunks: list[Chunk], threshold: float, relative: bool) -> tuple[list[Chunk], list[dict[str, Any]]]:
+    """Each chunk cut to the sentences that help the query; a record for each one that lost text."""
+    from .prune import prune_chunk
+
+    out, records = [], []
+    for chunk in chunks:
+        result = prune_chunk(query, chunk, threshold, relative=relative)
+        if result.text != chunk.text:
+            chunk = result.apply(chunk)
+            records.append({"id": chunk.id, "original_chars": chunk.meta["prune"]["original_chars"],
+                            "kept_chars": len(chunk.text), "score": chunk.meta["prune"]["score"]})
+        out.append(chunk)
+    return out, records
+
+
+def _auto_summaries(query: str, chunks: list[Chunk], skip: int, max_tokens: int, tok: Tokenizer) -> list[Chunk]:
+    """Extractive summaries for the chunks past the first ``skip`` that have none of their own."""
+    from .prune import extractive_summary
+
+    out = list(chunks[:skip])
+    for chunk in chunks[skip:]:
+        if chunk.summary is None and tok.count(chunk.text) > max_tokens:
+            text = extractive_summary(query, chunk, max_tokens, tok)
+            if text:
+                chunk = replace(chunk, meta={**chunk.meta, "summary": text, "summary_source": "extractive"})
+        out.append(chunk)
+    return out
 
 
 def _input(req: _Request, items: tuple[Item, ...], reminders: tuple[Item, ...] = ()) -> RenderInput:
@@ -326,6 +377,7 @@ def _debug(
     rendered: Rendered, items: list[Item], dropped: list[tuple[Chunk, str]], merged: list[Merged],
     unique: list[Chunk], input_index: dict[str, int], final_rank: dict[str, int], tok: Tokenizer,
     budget: int | None, order: str, lay: Layout, ranked_by: str, passes: int, cost: Any,
+    pruned: list[dict[str, Any]],
 ) -> DebugInfo:
     prompt_tokens = _prompt_tokens(tok, rendered)
     message_tokens = tok.count(rendered.system) + _user_tokens(tok, rendered)
@@ -339,7 +391,9 @@ def _debug(
     for it in items:
         records.append({
             "id": it.id, "input_index": input_index[it.id], "rank": final_rank[it.id], "score": by_id[it.id].score,
-            "outcome": outcome[it.form], "reason": reasons[it.form], "position": position.get(it.id),
+            "outcome": outcome[it.form], "position": position.get(it.id),
+            "reason": "extractive summary fits where the whole chunk does not"
+            if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else reasons[it.form],
             "section": section_of.get(it.id), "tokens": cost(it),
         })
     for chunk, why in dropped:
@@ -361,6 +415,7 @@ def _debug(
         dropped=[{"id": r["id"], "reason": r["reason"]} for r in records if r["outcome"] == "dropped"],
         chunks=records,
         reminders=list(rendered.reminder_ids),
+        pruned=pruned,
         prompt_tokens=prompt_tokens,
         message_tokens=message_tokens,
         budget=budget,

@@ -57,3 +57,18 @@ def get_scorer(spec: str | Scorer) -> Scorer:
 
 
 from . import bm25 as _bm25  # noqa: E402,F401  (registers "bm25")
+
+
+def _lazy(module: str) -> Callable[[str | None], Scorer]:
+    """A factory that imports ``score.<module>`` (and its model libraries) only when first used."""
+
+    def make(arg: str | None) -> Scorer:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{module}"), f"_make_{module}")(arg)
+
+    return make
+
+
+for _name in ("static", "dense", "hybrid", "cross"):  # the models extra: edgewise[models]
+    SCORERS.setdefault(_name, _lazy(_name))

@@ -1,0 +1,211 @@
+"""CLI subcommands for relevance: ``score``, ``prune``, ``highlight`` and ``data nq``.
+
+Each is one library call plus I/O: JSON in (a file or ``-`` for stdin), JSON out on stdout.
+``add_commands(subparsers)`` adds them to the ``edgewise`` parser.
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="edgewise")
+>>> add_commands(parser.add_subparsers(dest="command"))
+>>> parser.parse_args(["score", "-q", "x", "-c", "-", "--scorer", "bm25"]).scorer
+'bm25'
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+from typing import Any
+
+from .errors import InputError
+
+
+def _chunks(source: str) -> list[Any]:
+    from .chunk import normalize
+    from .cli import _read_chunks
+
+    chunks, _ = normalize(_read_chunks(source))
+    return chunks
+
+
+def _query(value: str) -> str:
+    from .cli import _text_arg
+
+    q = _text_arg(value, "query") or ""
+    if not q.strip():
+        raise InputError(f"query must be a non-empty string, but got {q!r}")
+    return q
+
+
+def _dump(obj: Any) -> None:
+    print(json.dumps(obj, ensure_ascii=False, indent=2))
+
+
+def cmd_score(a: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    from .score import get_scorer
+
+    query = _query(a.query)
+    chunks = _chunks(a.chunks)
+    s = get_scorer(a.scorer)
+    scores = s.score(query, [f"{c.title}\n{c.text}" if c.title else c.text for c in chunks])
+    order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
+    rank = {i: r for r, i in enumerate(order, 1)}
+    out = [{**replace(chunks[i], score=float(scores[i])).to_dict(), "rank": rank[i]}
+           for i in (order if a.sort else range(len(chunks)))]
+    _dump(out)
+    if a.stats and hasattr(s, "stats"):
+        print(f"{s.name}: {s.stats()}", file=sys.stderr)
+
+
+def cmd_prune(a: argparse.Namespace) -> None:
+    from .prune import _check_threshold, prune
+
+    query = _query(a.query)
+    _check_threshold(a.threshold)
+    chunks = _chunks(a.chunks)
+    out = []
+    for c, p in zip(chunks, prune(query, chunks, a.threshold, relative=a.relative, scorer=a.scorer)):
+        out.append(p.apply(c).to_dict())
+    _dump(out)
+
+
+_ANSI_ON, _ANSI_OFF = "\x1b[1;33m", "\x1b[0m"
+
+
+def _render(text: str, spans: list[Any], fmt: str) -> str:
+    pieces, pos = [], 0
+    for s in spans:
+        before = text[pos : s.start]
+        pieces.append(html.escape(before) if fmt == "html" else before)
+        if fmt == "html":
+            pieces.append(f'<mark data-score="{s.score:.3f}">{html.escape(s.text)}</mark>')
+        else:
+            pieces.append(f"{_ANSI_ON}{s.text}{_ANSI_OFF}")
+        pos = s.end
+    tail = text[pos:]
+    pieces.append(html.escape(tail) if fmt == "html" else tail)
+    return "".join(pieces)
+
+
+def cmd_highlight(a: argparse.Namespace) -> None:
+    from .chunk import Chunk
+    from .prune import _check_threshold, highlight
+
+    query = _query(a.query)
+    _check_threshold(a.threshold)
+    if (a.text is None) == (a.chunks is None):
+        raise InputError("highlight needs exactly one of --text or --chunks")
+    if a.text is not None:
+        from .cli import _text_arg
+
+        chunks = [Chunk(id="text", text=_text_arg(a.text, "text") or "")]
+    else:
+        chunks = _chunks(a.chunks)
+    results = [(c, highlight(query, c.text, threshold=a.threshold, title=c.title, scorer=a.scorer)) for c in chunks]
+    if a.format == "json":
+        _dump([{"id": c.id, "spans": [s.to_dict() for s in spans]} for c, spans in results])
+    elif a.format == "html":
+        body = "\n".join(f"<section id=\"{html.escape(c.id)}\"><h3>{html.escape(c.title or c.id)}</h3>"
+                         f"<p>{_render(c.text, spans, 'html')}</p></section>" for c, spans in results)
+        print(f"<!doctype html>\n<meta charset=\"utf-8\">\n<p><b>{html.escape(query)}</b></p>\n{body}")
+    else:
+        color = a.format == "ansi" or (a.format == "auto" and sys.stdout.isatty())
+        for c, spans in results:
+            print(f"== {c.id}{' — ' + c.title if c.title else ''}")
+            print(_render(c.text, spans, "ansi") if color else c.text + "\n" + "\n".join(
+                f"  [{s.start}:{s.end}] {s.score:.3f} {s.text}" for s in spans))
+
+
+def cmd_data_nq(a: argparse.Namespace) -> None:
+    from .eval.nq import build, read_jsonl, write_jsonl
+
+    rows = read_jsonl(a.source)
+    skipped: list[dict[str, Any]] = []
+    out = build(rows, docs=a.docs, gold_at=a.gold_at, seed=a.seed, skipped=skipped)
+    if a.output == "-":
+        n = write_jsonl(out, sys.stdout)
+    else:
+        try:
+            with open(a.output, "w", encoding="utf-8") as f:
+                n = write_jsonl(out, f)
+        except OSError as exc:
+            raise InputError(f"output file {a.output!r} could not be written: {exc.strerror}") from None
+    print(f"edgewise: wrote {n} rows ({a.docs} documents, gold at {a.gold_at}, seed {a.seed}) to {a.output}",
+          file=sys.stderr)
+    for s in skipped:
+        print(f"edgewise: skipped row {s['row']} ({s['question']!r}): {s['reason']}", file=sys.stderr)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``score``, ``prune``, ``highlight`` and ``data nq`` to an argparse subparsers object."""
+    from .prune import DEFAULT_THRESHOLD
+    from .score import scorer_names
+
+
+    def common(p: argparse.ArgumentParser, chunks_required: bool = True) -> None:
+        p.add_argument("--query", "-q", required=True, help="the question (or @FILE)")
+        p.add_argument("--chunks", "-c", required=chunks_required, metavar="FILE|-",
+                       help="JSON array or JSONL of chunks; - for stdin")
+
+    def sentence_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                       help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")
+        p.add_argument("--scorer", default="auto", choices=["auto", "dense", "lexical"],
+                       help="sentence scorer: dense (models extra), lexical, or auto")
+
+    p = subparsers.add_parser("score", help="score chunks against a query; JSON with scores and ranks")
+    common(p)
+    p.add_argument("--scorer", "-s", default="bm25",
+                   help=f"one of: {', '.join(n for n in scorer_names() if n != 'given')} (cross:PATH, dense:PATH)")
+    p.add_argument("--sort", action="store_true", help="print best first (default: input order)")
+    p.add_argument("--stats", action="store_true", help="print the scorer's cache statistics on stderr")
+    p.set_defaults(func=cmd_score)
+
+    p = subparsers.add_parser("prune", help="drop the sentences of each chunk that do not help the query")
+    common(p)
+    sentence_opts(p)
+    p.add_argument("--relative", action="store_true", help="threshold relative to each chunk's best sentence")
+    p.set_defaults(func=cmd_prune)
+
+    p = subparsers.add_parser("highlight", help="mark the sentences that answer the query")
+    common(p, chunks_required=False)
+    p.add_argument("--text", help="a text to highlight (or @FILE), instead of --chunks")
+    sentence_opts(p)
+    p.add_argument("--format", "-f", default="auto", choices=["auto", "ansi", "plain", "json", "html"],
+                   help="auto: colours on a terminal, plain otherwise")
+    p.set_defaults(func=cmd_highlight)
+
+    d = subparsers.add_parser("data", help="build evaluation data sets")
+    dsub = d.add_subparsers(dest="dataset", required=True)
+    p = dsub.add_parser("nq", help="multi-document QA from NQ-open oracle rows (Lost in the Middle)")
+    p.add_argument("--source", required=True, help="a .jsonl or .jsonl.gz file in the oracle format")
+    p.add_argument("--docs", type=int, default=20, help="documents per question (default 20)")
+    p.add_argument("--gold-at", type=int, default=0, help="position of the gold document (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
+    p.add_argument("--output", "-o", default="-", help="output JSONL file (default stdout)")
+    p.set_defaults(func=cmd_data_nq)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run these subcommands alone (``python -m edgewise.cli_relevance score ...``), with the same
+    error handling as ``edgewise``: one line on stderr and exit status 2."""
+    from .errors import EdgewiseError
+
+    parser = argparse.ArgumentParser(prog="edgewise", description="relevance subcommands of edgewise")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except (EdgewiseError, ImportError) as exc:
+        print(f"edgewise: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

