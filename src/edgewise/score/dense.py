@@ -210,7 +210,39 @@ class Encoder:
         return {name: feed[name] for name in input_names if name in feed}
 
 
-class DenseScorer:
+class CachedEmbedder:
+    """What the embedding scorers share: cosine scoring through a content-hash cache.
+
+    A subclass sets ``name``, ``self.cache`` and ``self.embedded``, and implements
+    ``_embed_uncached(texts) -> list of L2-normalised vectors``.
+    """
+
+    name: str
+    cache: EmbeddingCache
+    embedded: int
+
+    def _embed_uncached(self, texts: list[str]) -> list[Any]:
+        raise NotImplementedError  # pragma: no cover - every subclass implements it
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """L2-normalised embeddings, one row per text (a numpy array), through the cache."""
+        np = need("numpy", f"the {self.name} scorer")
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(self.cache.get_many(list(texts), self._embed_uncached))
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        vecs = self.embed([query, *texts])
+        return [float(x) for x in vecs[1:] @ vecs[0]]
+
+    def stats(self) -> dict[str, int]:
+        """Cache hits and misses, and texts embedded by the model."""
+        return {**self.cache.stats(), "embedded": self.embedded}
+
+
+class DenseScorer(CachedEmbedder):
     """Cosine between mean-pooled, L2-normalised MiniLM embeddings of the query and each text.
 
     ``model`` and ``tokenizer`` default to the int8 all-MiniLM-L6-v2 from the ``models`` extra; any
@@ -274,23 +306,6 @@ class DenseScorer:
                 out[i] = hidden[row].astype(np.float32)
         self.embedded += len(texts)
         return out
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        """L2-normalised embeddings, one row per text (a numpy array), through the cache."""
-        np = need("numpy", "the dense scorer")
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack(self.cache.get_many(list(texts), self._embed_uncached))
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        if not texts:
-            return []
-        vecs = self.embed([query, *texts])
-        return [float(x) for x in vecs[1:] @ vecs[0]]
-
-    def stats(self) -> dict[str, int]:
-        """Cache hits and misses, and texts embedded by the model."""
-        return {**self.cache.stats(), "embedded": self.embedded}
 
 
 _shared: dict[str, DenseScorer] = {}

@@ -13,14 +13,13 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from . import scorer
-from .dense import EmbeddingCache, need
+from .dense import CachedEmbedder, EmbeddingCache, need
 
 
-class StaticScorer:
+class StaticScorer(CachedEmbedder):
     """Cosine between static embeddings of the query and each text, through a content-hash cache."""
 
     name = "static"
@@ -36,23 +35,6 @@ class StaticScorer:
         vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         self.embedded += len(texts)
         return list(vecs)
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        """L2-normalised embeddings, one row per text (a numpy array)."""
-        np = need("numpy", "the static scorer")
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack(self.cache.get_many(list(texts), self._embed_uncached))
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        if not texts:
-            return []
-        vecs = self.embed([query, *texts])
-        return [float(x) for x in vecs[1:] @ vecs[0]]
-
-    def stats(self) -> dict[str, int]:
-        """Cache hits and misses, and texts embedded by the model."""
-        return {**self.cache.stats(), "embedded": self.embedded}
 
 
 _shared: list[StaticScorer] = []
