@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 $(BIN)/edgewise: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,hf,models,integrations]'
+	$(BIN)/pip install --quiet -e '.[dev,hf,models,eval,integrations]'
 	touch $@
 
 demo: $(BIN)/edgewise

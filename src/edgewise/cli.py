@@ -170,9 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list orders, layouts, scorers and tokenizers")
     ls.set_defaults(func=cmd_list)
 
-    from . import cli_relevance
+    from . import cli_eval, cli_relevance
 
     cli_relevance.add_commands(sub)  # score, prune, highlight, data nq
+    cli_eval.add_commands(sub)  # eval run | report | calibrate
     return parser
 
 

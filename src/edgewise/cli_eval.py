@@ -1,0 +1,150 @@
+"""``edgewise eval run|report|calibrate``: a thin layer over :mod:`edgewise.eval`.
+
+Wire it into the main parser with ``add_commands(sub)``, where ``sub`` is the object returned by
+``parser.add_subparsers(...)``. Every command is one library call plus I/O; errors are
+:class:`~edgewise.errors.EdgewiseError` for the main CLI to print as one line with status 2.
+
+>>> import argparse
+>>> parser = argparse.ArgumentParser(prog="edgewise"); sub = parser.add_subparsers(dest="command")
+>>> add_commands(sub)
+>>> a = parser.parse_args(["eval", "run", "--task", "kv", "--pairs", "10", "-o", "runs/x"])
+>>> a.task, a.pairs, a.condition, a.backend
+('kv', 10, None, 'local')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .errors import InputError
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise InputError(f"{what} must be comma-separated integers, but got {text!r}") from None
+
+
+def cmd_run(a: argparse.Namespace) -> None:
+    from .eval.backends import get_backend
+    from .eval.runner import parse_condition, run
+    from .eval.tasks import build_task
+
+    conditions = [parse_condition(c) for c in (a.condition or ["baseline", "edgewise:order=edges"])]
+    task_opts: dict[str, Any] = {"examples": a.examples, "seed": a.seed, "data": a.data, "max_tokens": a.max_tokens}
+    if a.task == "kv":
+        task_opts.update(pairs=a.pairs, generate=a.generate or None)
+    elif a.task == "qa":
+        task_opts.update(docs=a.docs)
+    elif a.task == "needle":
+        task_opts.update(lengths=_ints(a.lengths, "--lengths") if a.lengths else None)
+    elif a.task == "custom":
+        task_opts.update(layout=a.layout, metric=a.metric)
+    positions = _ints(a.positions, "--positions") if a.positions else None
+    task = build_task(a.task, positions=positions, **task_opts)
+    if a.backend == "local":
+        backend = get_backend("local", model_path=a.model_path, n_ctx=a.n_ctx, n_threads=a.threads)
+    else:
+        backend = get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
+                              concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
+    summary = run(task, conditions, backend, a.out, progress=not a.quiet)
+    print(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
+                      "done_now": summary.done, "seconds": round(summary.seconds, 1)}))
+
+
+def cmd_report(a: argparse.Namespace) -> None:
+    from .eval.report import report
+
+    out = report(a.run, a.out, charts=not a.no_charts)
+    print(out["markdown"])
+    print("wrote: " + ", ".join(out["paths"].values()), file=sys.stderr)
+
+
+def cmd_calibrate(a: argparse.Namespace) -> None:
+    from .eval.calibrate import calibrate
+
+    prof = calibrate(a.run, a.output if a.output != "-" else None, condition=a.condition, points=a.points)
+    if a.output == "-":
+        print(json.dumps(prof, indent=2))
+    else:
+        print(f"wrote {a.output}: accuracy {prof['accuracy']}", file=sys.stderr)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``eval`` with its ``run``, ``report`` and ``calibrate`` subcommands."""
+    from .eval.backends import backend_names
+    from .eval.tasks import task_names
+
+    ev = subparsers.add_parser("eval", help="measure accuracy vs position with a real LLM; report; calibrate")
+    sub = ev.add_subparsers(dest="eval_command", required=True)
+
+    r = sub.add_parser("run", help="run a task under conditions against a backend (resumes an existing run)",
+                       epilog="example: edgewise eval run --task kv --pairs 20 --positions 0,5,10,15,19 --examples 50 "
+                              "--backend local --condition baseline --condition edgewise:order=edges -o runs/kv20")
+    r.add_argument("--task", required=True, help=f"one of: {', '.join(task_names())}")
+    r.add_argument("--examples", "-n", type=int, help="examples (per context length for needle)")
+    r.add_argument("--positions", help="comma-separated key positions (needle: depths in percent)")
+    r.add_argument("--pairs", type=int, help="kv: records per example (default 20)")
+    r.add_argument("--generate", action="store_true", help="kv: random UUID records instead of the paper's data")
+    r.add_argument("--docs", type=int, help="qa: documents per question (default 10)")
+    r.add_argument("--lengths", help="needle: comma-separated context lengths in tokens (default 250,500,1000)")
+    r.add_argument("--data", help="data file (custom: the JSONL; kv/qa/needle: override the shared data)")
+    r.add_argument("--layout", default="paper", help="custom: layout of the baseline prompt (default paper)")
+    r.add_argument("--metric", default="best_subspan_em", help="custom: best_subspan_em or kv_exact")
+    r.add_argument("--seed", type=int, help="sampling seed for the examples (default 0)")
+    r.add_argument("--max-tokens", type=int, help="answer length limit")
+    r.add_argument("--condition", action="append",
+                   help="baseline or edgewise:key=value,... (repeatable; default: baseline and edgewise:order=edges)")
+    r.add_argument("--backend", default="local", help=f"one of: {', '.join(backend_names())} (default local)")
+    r.add_argument("--model-path", help="local: a GGUF file (default: the bundled Gemma 3 270M)")
+    r.add_argument("--n-ctx", type=int, help="local: context window (default 8192)")
+    r.add_argument("--threads", type=int, help="local: CPU threads")
+    r.add_argument("--base-url", help="openai: endpoint, e.g. http://127.0.0.1:8080/v1")
+    r.add_argument("--model", help="openai: model name")
+    r.add_argument("--api", choices=["completions", "chat"], help="openai: endpoint kind (default completions)")
+    r.add_argument("--api-key-env", help="openai: environment variable holding the key (default OPENAI_API_KEY)")
+    r.add_argument("--concurrency", type=int, help="openai: requests at once (default 4)")
+    r.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts (default 5)")
+    r.add_argument("--backoff", type=float, help="openai: first retry wait in seconds, doubled each time (default 1)")
+    r.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("-o", "--out", required=True, help="run directory (created; an existing one is resumed)")
+    r.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="write report.md and accuracy.png (and needle.png) for a run")
+    p.add_argument("run", help="run directory")
+    p.add_argument("-o", "--out", help="where to write (default: the run directory)")
+    p.add_argument("--no-charts", action="store_true", help="Markdown only (no matplotlib needed)")
+    p.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("calibrate", help="write the per-position accuracy profile for --order calibrated:FILE")
+    c.add_argument("run", help="run directory")
+    c.add_argument("-o", "--output", default="-", help="profile JSON file (default: stdout)")
+    c.add_argument("--condition", default="baseline", help="whose accuracy to use (default baseline)")
+    c.add_argument("--points", type=int, help="points in the profile (default: the document count)")
+    c.set_defaults(func=cmd_calibrate)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``eval ...`` on its own (``python -m edgewise.cli_eval eval run ...``), as ``edgewise`` would."""
+    from .errors import EdgewiseError
+
+    parser = argparse.ArgumentParser(prog="edgewise")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except (EdgewiseError, ImportError) as exc:
+        print(f"edgewise: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

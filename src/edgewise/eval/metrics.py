@@ -1,0 +1,94 @@
+"""Scoring a model's answer, and accuracy with honest error bars.
+
+``best_subspan_em`` is the metric of "Lost in the Middle" (Liu et al., 2023): only the first line of
+the prediction counts; after SQuAD normalisation (lower case, no punctuation, no articles a/an/the,
+single spaces) the prediction is correct if any normalised gold answer occurs inside it.
+``kv_exact`` is exact match of the first line against the value, ignoring surrounding white space,
+quotes and trailing punctuation (models often write ``"value",``).
+
+>>> best_subspan_em("The Eiffel Tower, in Paris.", ["eiffel tower"])
+1.0
+>>> best_subspan_em("I think\\nParis", ["Paris"])
+0.0
+>>> kv_exact('"9f4a92b9-5f69",', "9f4a92b9-5f69")
+1.0
+>>> [round(x, 3) for x in wilson(6, 6)]
+[0.61, 1.0]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Callable, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = frozenset(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, drop punctuation and the articles a/an/the, single spaces.
+
+    >>> normalize_answer("  The  Beatles' (band)! ")
+    'beatles band'
+    """
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def first_line(prediction: str) -> str:
+    """The first line of the prediction (leading white space skipped), as the paper scores it."""
+    return prediction.strip().split("\n")[0].strip()
+
+
+def best_subspan_em(prediction: str, answers: Sequence[str]) -> float:
+    """1.0 if any normalised answer is a substring of the normalised first line, else 0.0."""
+    pred = normalize_answer(first_line(prediction))
+    for answer in answers:
+        gold = normalize_answer(answer)
+        if gold and gold in pred:
+            return 1.0
+    return 0.0
+
+
+def kv_exact(prediction: str, value: str | Sequence[str]) -> float:
+    """1.0 if the first line, stripped of quotes and trailing ``,.;}``, equals the value."""
+    values = [value] if isinstance(value, str) else list(value)
+    pred = first_line(prediction).strip().rstrip(",.;}").strip().strip("\"'`").strip()
+    return 1.0 if any(pred == v.strip() for v in values) else 0.0
+
+
+METRICS: dict[str, Callable[[str, Sequence[str]], float]] = {
+    "best_subspan_em": best_subspan_em,
+    "kv_exact": kv_exact,
+}
+
+
+def get_metric(name: str) -> Callable[[str, Sequence[str]], float]:
+    """A metric by name: ``best_subspan_em`` or ``kv_exact``."""
+    from ..errors import unknown
+
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise unknown("metric", name, list(METRICS)) from None
+
+
+def wilson(correct: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for ``correct`` successes in ``n`` trials (95% by default).
+
+    >>> [round(x, 3) for x in wilson(1, 6)]
+    [0.03, 0.564]
+    >>> wilson(0, 0)
+    (0.0, 1.0)
+    """
+    if n <= 0:
+        return (0.0, 1.0)
+    p = correct / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))

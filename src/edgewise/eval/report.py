@@ -1,0 +1,202 @@
+"""Summaries of a run: accuracy per condition and position with 95% Wilson intervals.
+
+:func:`summarize` turns results into rows; :func:`markdown` prints them as a table;
+:func:`report` writes ``report.md``, ``accuracy.png`` (accuracy vs position, one line per
+condition, interval bands) and, for the needle task, ``needle.png`` (length x depth heatmaps).
+
+>>> rows = summarize([{"condition": "baseline", "position": 0, "correct": 1.0, "model": "m"},
+...                   {"condition": "baseline", "position": 0, "correct": 0.0, "model": "m"}])
+>>> rows[0]["accuracy"], rows[0]["n"], [round(x, 3) for x in rows[0]["interval"]]
+(0.5, 2, [0.095, 0.905])
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from ..errors import InputError
+from .metrics import wilson
+from .store import Store
+
+
+def load_results(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The results and manifest of a run directory; an error if it holds none."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise InputError(f"run directory {str(path)!r} does not exist; make it with `edgewise eval run ... -o {path}`")
+    store = Store(path)
+    results = store.load()
+    if not results:
+        raise InputError(f"run directory {str(path)!r} holds no results (no complete line in {store.path.name}); "
+                         f"run `edgewise eval run ... -o {path}` first")
+    return results, store.manifest()
+
+
+def _label(r: dict[str, Any], many_models: bool) -> str:
+    return f"{r['condition']} [{r['model']}]" if many_models else r["condition"]
+
+
+def _avg(values: Sequence[Any]) -> float | None:
+    vals = [v for v in values if isinstance(v, (int, float))]
+    return mean(vals) if vals else None
+
+
+def summarize(results: Sequence[dict[str, Any]], by: str = "position") -> list[dict[str, Any]]:
+    """One row per (condition, ``by``) plus an ``all`` row per condition, in first-seen order."""
+    many = len({r.get("model") for r in results}) > 1
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        label = _label(r, many)
+        if r.get(by) is not None:  # reference conditions (closedbook, oracle) have no position
+            groups[(label, r.get(by))].append(r)
+        groups[(label, "all")].append(r)
+    rows = []
+    for (label, value), rs in groups.items():
+        n = len(rs)
+        k = sum(float(r["correct"]) for r in rs)
+        rows.append({
+            "condition": label, by: value, "n": n, "correct": k, "accuracy": k / n, "interval": list(wilson(k, n)),
+            "prompt_tokens": _avg([r.get("prompt_tokens") for r in rs]),
+            "packed_tokens": _avg([r.get("packed_tokens") for r in rs]),
+            "seconds": _avg([r.get("seconds") for r in rs]),
+            "key_prompt_position": _avg([r.get("prompt_position") for r in rs]),
+        })
+    conds = list(dict.fromkeys(r["condition"] for r in rows))
+    return sorted(rows, key=lambda r: (conds.index(r["condition"]), r[by] == "all", _sortable(r[by])))
+
+
+def _sortable(v: Any) -> tuple[int, Any]:
+    return (0, v) if isinstance(v, (int, float)) else (1, str(v))
+
+
+def _fmt(v: float | None, digits: int = 0) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]], by: str = "position") -> str:
+    """A Markdown table of :func:`summarize` rows."""
+    head = (f"| condition | {by} | n | accuracy | 95% interval | key at (mean) | prompt tokens (model) "
+            "| prompt tokens (cl100k) | seconds |")
+    lines = [head, "|" + " --- |" * 9]
+    for r in rows:
+        lo, hi = r["interval"]
+        lines.append(
+            f"| {r['condition']} | {r[by]} | {r['n']} | {r['accuracy']:.3f} | {lo:.3f}–{hi:.3f} "
+            f"| {_fmt(r['key_prompt_position'], 1)} | {_fmt(r['prompt_tokens'])} | {_fmt(r['packed_tokens'])} "
+            f"| {_fmt(r['seconds'], 2)} |"
+        )
+    return "\n".join(lines)
+
+
+def _pyplot():  # noqa: ANN202
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("the report's charts need matplotlib: pip install 'edgewise[eval]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_positions(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "", xlabel: str = "position") -> Path:
+    """Accuracy vs position, one line per condition, 95% Wilson bands."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    xs_all = sorted({r["position"] for r in rows if r["position"] != "all"})
+    for cond in dict.fromkeys(r["condition"] for r in rows):
+        pts = [r for r in rows if r["condition"] == cond and r["position"] != "all"]
+        if not pts:  # a reference condition: one level across all positions
+            ref = next(r for r in rows if r["condition"] == cond)
+            if xs_all:
+                line = ax.plot([xs_all[0], xs_all[-1]], [ref["accuracy"]] * 2, linestyle="--", label=cond)[0]
+                ax.fill_between([xs_all[0], xs_all[-1]], [ref["interval"][0]] * 2, [ref["interval"][1]] * 2,
+                                alpha=0.08, color=line.get_color())
+            continue
+        xs = [r["position"] for r in pts]
+        ax.plot(xs, [r["accuracy"] for r in pts], marker="o", label=cond)
+        ax.fill_between(xs, [r["interval"][0] for r in pts], [r["interval"][1] for r in pts], alpha=0.15)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy (95% Wilson interval)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_needle(results: Sequence[dict[str, Any]], path: str | Path, title: str = "") -> Path:
+    """Needle-in-a-haystack heatmaps: context length (rows) x depth % (columns), one per condition."""
+    plt = _pyplot()
+    conds = list(dict.fromkeys(r["condition"] for r in results))
+    fig, axes = plt.subplots(1, len(conds), figsize=(4.5 * len(conds), 3.6), dpi=120, squeeze=False)
+    for ax, cond in zip(axes[0], conds):
+        rs = [r for r in results if r["condition"] == cond]
+        lengths = sorted({(r.get("meta") or {}).get("length") for r in rs}, key=_sortable)
+        depths = sorted({r["position"] for r in rs})
+        grid = []
+        for length in lengths:
+            row = []
+            for d in depths:
+                cell = [r["correct"] for r in rs if (r.get("meta") or {}).get("length") == length and r["position"] == d]
+                row.append(mean(cell) if cell else float("nan"))
+            grid.append(row)
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+        ax.set_xticks(range(len(depths)), [str(d) for d in depths])
+        ax.set_yticks(range(len(lengths)), [str(x) for x in lengths])
+        ax.set_xlabel("depth %")
+        ax.set_ylabel("context tokens")
+        ax.set_title(cond, fontsize=9)
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                ax.text(j, i, "-" if v != v else f"{v:.2f}", ha="center", va="center", fontsize=8)
+    fig.colorbar(im, ax=list(axes[0]), shrink=0.8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
+
+
+def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool = True) -> dict[str, Any]:
+    """Write ``report.md`` and the charts for a run; returns the summary rows and the paths written."""
+    results, manifest = load_results(run_dir)
+    out = Path(out_dir or run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = summarize(results)
+    models = sorted({r["model"] for r in results})
+    task = manifest.get("task") or results[0].get("task", "?")
+    unit = manifest.get("position_unit", "index")
+    xlabel = "depth % of the needle" if unit == "depth %" else "position of the key chunk (0 = first)"
+    title = f"{task} · {', '.join(models)}"
+    params = manifest.get("task_params") or {}
+    if params:
+        title += " · " + ", ".join(f"{k}={v}" for k, v in params.items() if k in ("pairs", "docs", "lengths"))
+    ns = [r["n"] for r in rows if r["position"] != "all"] or [len(results)]
+    title += f" · n={min(ns)}" + (f"–{max(ns)}" if max(ns) != min(ns) else "") + " per point"
+    paths: dict[str, str] = {}
+    text = [f"# {title}", "", f"{len(results)} results in `{Path(run_dir)}`.", "",
+            "`position` is where the key chunk sat in the retrieved list. For `baseline` that is its place in the "
+            "prompt; edgewise conditions place it themselves (`key at` is its mean index in the prompt).", "",
+            markdown(rows), ""]
+    if task == "needle":
+        by_len = [dict(r, position=(r.get("meta") or {}).get("length")) for r in results]
+        text += ["## By context length (tokens)", "", markdown(summarize(by_len)).replace("| position |", "| tokens |"), ""]
+        if charts:
+            paths["needle"] = str(plot_needle(results, out / "needle.png", title))
+    if charts:
+        paths["accuracy"] = str(plot_positions(rows, out / "accuracy.png", title, xlabel))
+        text += [f"![accuracy vs position]({Path(paths['accuracy']).name})", ""]
+        if "needle" in paths:
+            text += [f"![needle heatmap]({Path(paths['needle']).name})", ""]
+    md = out / "report.md"
+    md.write_text("\n".join(text), encoding="utf-8")
+    paths["markdown"] = str(md)
+    return {"rows": rows, "paths": paths, "markdown": "\n".join(text)}
