@@ -182,10 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except EdgewiseError as exc:
-        print(f"edgewise: error: {exc}", file=sys.stderr)
-        return 2
-    except ImportError as exc:
+    except (EdgewiseError, ImportError) as exc:  # ImportError: a missing extra, with its pip command
         print(f"edgewise: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `edgewise pack ... | head`

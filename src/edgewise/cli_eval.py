@@ -130,20 +130,10 @@ def add_commands(subparsers: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``eval ...`` on its own (``python -m edgewise.cli_eval eval run ...``), as ``edgewise`` would."""
-    from .errors import EdgewiseError
+    """Same as the ``edgewise`` command (kept so ``python -m`` on this module works)."""
+    from .cli import main as cli_main
 
-    parser = argparse.ArgumentParser(prog="edgewise")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (EdgewiseError, ImportError) as exc:
-        print(f"edgewise: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -190,21 +190,10 @@ def add_commands(subparsers: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run these subcommands alone (``python -m edgewise.cli_relevance score ...``), with the same
-    error handling as ``edgewise``: one line on stderr and exit status 2."""
-    from .errors import EdgewiseError
+    """Same as the ``edgewise`` command (kept so ``python -m`` on this module works)."""
+    from .cli import main as cli_main
 
-    parser = argparse.ArgumentParser(prog="edgewise", description="relevance subcommands of edgewise")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (EdgewiseError, ImportError) as exc:
-        print(f"edgewise: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    return 0
+    return cli_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

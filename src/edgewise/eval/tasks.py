@@ -22,8 +22,6 @@ prompt, the metric and the answer length. Four tasks are registered:
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, unknown
+from .nq import read_jsonl
 
 DATA_DIR_ENV = "EDGEWISE_DATA"
 KV_FILE = "kv-retrieval-75_keys.jsonl.gz"
@@ -168,20 +167,6 @@ def data_path(filename: str, path: str | Path | None = None) -> Path:
         if c.is_file():
             return c
     raise InputError(f"data file {str(candidates[0])!r} does not exist; pass --data FILE or set ${DATA_DIR_ENV}")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    rows = []
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from None
-    return rows
 
 
 def _check_count(name: str, value: Any, minimum: int = 1) -> int:
