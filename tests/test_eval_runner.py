@@ -25,7 +25,7 @@ from edgewise.cli_eval import main as eval_main
 from edgewise.errors import ConfigError, InputError
 from edgewise.eval.backends import BackendError, Completion
 from edgewise.eval.calibrate import calibrate
-from edgewise.eval.report import report
+from edgewise.eval.report import paired, report
 from edgewise.eval.runner import parse_condition, run
 from edgewise.eval.store import Store
 from edgewise.eval.tasks import build_task
@@ -206,6 +206,20 @@ def test_report_writes_table_and_png(tmp_path):
         ("edgewise:order=edges", "all", 9, 1 / 3)]
     md = (tmp_path / "report.md").read_text()
     assert "| baseline | 0 | 3 | 1.000 | 0.438–1.000 | 0.0 | " in md
+
+
+def test_report_pairs_each_condition_with_the_baseline_on_the_same_examples(tmp_path):
+    # BM25 re-scoring finds the asked key, so the packer puts its record first whatever the retrieval
+    # rank; the scripted model reads the first record, so only the middle and last positions differ
+    rescored = "edgewise:order=edges,rescore=True,scorer=bm25"
+    run(kv_task(), ["baseline", rescored], FirstRecordLLM(), str(tmp_path), progress=False)
+    out = report(tmp_path, charts=False)
+    rows = [(r["condition"], r["position"], r["pairs"], r["only_against"], r["only_condition"], r["difference"])
+            for r in paired(Store(tmp_path).load())]
+    assert rows == [(rescored, 0, 3, 0, 0, 0.0), (rescored, 2, 3, 0, 3, 1.0), (rescored, 4, 3, 0, 3, 1.0),
+                    (rescored, "all", 9, 0, 6, 6 / 9)]
+    assert f"| {rescored} | all | 9 | 0 | 6 | +0.667 | 0.031 |" in out["markdown"]
+    assert "## Paired against baseline" in out["markdown"]
 
 
 def test_needle_report_writes_a_heatmap(tmp_path):

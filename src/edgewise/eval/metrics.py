@@ -92,3 +92,26 @@ def wilson(correct: float, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs of a paired comparison.
+
+    ``only_a`` pairs were right under A and wrong under B, ``only_b`` the reverse; under the null
+    hypothesis (no difference) each discordant pair is a fair coin, so the p-value is a two-sided
+    binomial tail. Concordant pairs carry no information about the difference.
+
+    >>> mcnemar_exact(0, 0)
+    1.0
+    >>> round(mcnemar_exact(1, 9), 4)  # 1 vs 9 discordant pairs
+    0.0215
+    >>> mcnemar_exact(5, 5)
+    1.0
+    """
+    if only_a < 0 or only_b < 0:
+        raise ValueError(f"discordant pair counts must be >= 0, but got {only_a} and {only_b}")
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2**n
+    return min(1.0, 2 * tail)

@@ -19,7 +19,7 @@ from statistics import mean
 from typing import Any
 
 from ..errors import InputError
-from .metrics import wilson
+from .metrics import mcnemar_exact, wilson
 from .store import Store
 
 
@@ -89,6 +89,54 @@ def markdown(rows: Sequence[dict[str, Any]], by: str = "position") -> str:
             f"| {_fmt(r['key_prompt_position'], 1)} | {_fmt(r['prompt_tokens'])} | {_fmt(r['packed_tokens'])} "
             f"| {_fmt(r['seconds'], 2)} |"
         )
+    return "\n".join(lines)
+
+
+def paired(results: Sequence[dict[str, Any]], against: str = "baseline", by: str = "position") -> list[dict[str, Any]]:
+    """Each positional condition against ``against`` on the same (model, example, position) pairs.
+
+    Per condition and ``by`` value (plus ``all``): the number of pairs, how many only ``against``
+    got right, how many only the condition got right, the accuracy difference (condition minus
+    ``against``) and the exact McNemar p-value. Pairs are what makes a small difference on the same
+    examples detectable when two Wilson intervals still overlap.
+
+    >>> rs = [{"condition": c, "example": e, "position": 0, "correct": v, "model": "m"}
+    ...       for e, (a, b) in enumerate([(0, 1)] * 9 + [(1, 0), (1, 1)]) for c, v in (("baseline", a), ("x", b))]
+    >>> [(r["position"], r["pairs"], r["only_against"], r["only_condition"], round(r["p"], 4)) for r in paired(rs)]
+    [(0, 11, 1, 9, 0.0215), ('all', 11, 1, 9, 0.0215)]
+    """
+    many = len({r.get("model") for r in results}) > 1
+    base = {(r.get("model"), r["example"], r.get(by)): r for r in results
+            if r["condition"] == against and r.get(by) is not None}
+    groups: dict[tuple[str, Any], list[tuple[float, float]]] = defaultdict(list)
+    for r in results:
+        if r["condition"] == against or r.get(by) is None:
+            continue
+        other = base.get((r.get("model"), r["example"], r.get(by)))
+        if other is None:
+            continue
+        pair = (float(other["correct"]), float(r["correct"]))
+        groups[(_label(r, many), r.get(by))].append(pair)
+        groups[(_label(r, many), "all")].append(pair)
+    rows = []
+    for (label, value), pairs in groups.items():
+        only_against = sum(1 for a, b in pairs if a > b)
+        only_condition = sum(1 for a, b in pairs if b > a)
+        rows.append({"condition": label, by: value, "pairs": len(pairs), "only_against": only_against,
+                     "only_condition": only_condition,
+                     "difference": (sum(b for _, b in pairs) - sum(a for a, _ in pairs)) / len(pairs),
+                     "p": mcnemar_exact(only_against, only_condition)})
+    conds = list(dict.fromkeys(r["condition"] for r in rows))
+    return sorted(rows, key=lambda r: (conds.index(r["condition"]), r[by] == "all", _sortable(r[by])))
+
+
+def paired_markdown(rows: Sequence[dict[str, Any]], against: str = "baseline", by: str = "position") -> str:
+    """A Markdown table of :func:`paired` rows."""
+    lines = [f"| condition | {by} | pairs | only {against} right | only condition right | difference | McNemar p |",
+             "|" + " --- |" * 7]
+    for r in rows:
+        lines.append(f"| {r['condition']} | {r[by]} | {r['pairs']} | {r['only_against']} | {r['only_condition']} "
+                     f"| {r['difference']:+.3f} | {r['p']:.3f} |")
     return "\n".join(lines)
 
 
@@ -186,6 +234,12 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
             "`position` is where the key chunk sat in the retrieved list. For `baseline` that is its place in the "
             "prompt; edgewise conditions place it themselves (`key at` is its mean index in the prompt).", "",
             markdown(rows), ""]
+    vs = paired(results)
+    if vs:
+        text += ["## Paired against baseline", "",
+                 "The same examples at the same retrieval position, with and without edgewise. Only the pairs where "
+                 "exactly one of the two is right say anything about the difference; the p-value is the exact "
+                 "two-sided McNemar test on them.", "", paired_markdown(vs), ""]
     if task == "needle":
         by_len = [dict(r, position=(r.get("meta") or {}).get("length")) for r in results]
         text += ["## By context length (tokens)", "", markdown(summarize(by_len)).replace("| position |", "| tokens |"), ""]
