@@ -25,7 +25,7 @@ from edgewise.cli_eval import main as eval_main
 from edgewise.errors import ConfigError, InputError
 from edgewise.eval.backends import BackendError, Completion
 from edgewise.eval.calibrate import calibrate
-from edgewise.eval.report import paired, report
+from edgewise.eval.report import paired, report, summarize
 from edgewise.eval.runner import parse_condition, run
 from edgewise.eval.store import Store
 from edgewise.eval.tasks import build_task
@@ -205,7 +205,8 @@ def test_report_writes_table_and_png(tmp_path):
         ("edgewise:order=edges", 0, 3, 1.0), ("edgewise:order=edges", 2, 3, 0.0), ("edgewise:order=edges", 4, 3, 0.0),
         ("edgewise:order=edges", "all", 9, 1 / 3)]
     md = (tmp_path / "report.md").read_text()
-    assert "| baseline | 0 | 3 | 1.000 | 0.438–1.000 | 0.0 | " in md
+    row = next(line for line in md.splitlines() if line.startswith("| baseline | 0 | 3 | 1.000 | 0.438–1.000 | 0.0 | "))
+    assert row.endswith(" | 0% |")  # no empty answers
 
 
 def test_report_pairs_each_condition_with_the_baseline_on_the_same_examples(tmp_path):
@@ -348,3 +349,10 @@ def test_custom_task(tmp_path):
 
 if __name__ == "__main__":  # the subprocess of the kill -9 test
     _slow_run(sys.argv[1])
+
+
+def test_summary_counts_empty_answers_by_their_first_line():
+    rs = [{"condition": "baseline", "position": 0, "correct": 0.0, "model": "m", "prediction": p}
+          for p in ("", "  \n Paris", "Paris\n", "\n")]
+    (row, _all) = summarize(rs)
+    assert row["empty"] == 0.5  # scored on the first line after leading white space, as the metric reads it

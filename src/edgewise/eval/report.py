@@ -19,7 +19,7 @@ from statistics import mean
 from typing import Any
 
 from ..errors import InputError
-from .metrics import mcnemar_exact, wilson
+from .metrics import first_line, mcnemar_exact, wilson
 from .store import Store
 
 
@@ -64,6 +64,7 @@ def summarize(results: Sequence[dict[str, Any]], by: str = "position") -> list[d
             "packed_tokens": _avg([r.get("packed_tokens") for r in rs]),
             "seconds": _avg([r.get("seconds") for r in rs]),
             "key_prompt_position": _avg([r.get("prompt_position") for r in rs]),
+            "empty": sum(1 for r in rs if not first_line(str(r.get("prediction", ""))).strip()) / n,
         })
     conds = list(dict.fromkeys(r["condition"] for r in rows))
     return sorted(rows, key=lambda r: (conds.index(r["condition"]), r[by] == "all", _sortable(r[by])))
@@ -80,14 +81,14 @@ def _fmt(v: float | None, digits: int = 0) -> str:
 def markdown(rows: Sequence[dict[str, Any]], by: str = "position") -> str:
     """A Markdown table of :func:`summarize` rows."""
     head = (f"| condition | {by} | n | accuracy | 95% interval | key at (mean) | prompt tokens (model) "
-            "| prompt tokens (cl100k) | seconds |")
-    lines = [head, "|" + " --- |" * 9]
+            "| prompt tokens (cl100k) | seconds | empty answers |")
+    lines = [head, "|" + " --- |" * 10]
     for r in rows:
         lo, hi = r["interval"]
         lines.append(
             f"| {r['condition']} | {r[by]} | {r['n']} | {r['accuracy']:.3f} | {lo:.3f}–{hi:.3f} "
             f"| {_fmt(r['key_prompt_position'], 1)} | {_fmt(r['prompt_tokens'])} | {_fmt(r['packed_tokens'])} "
-            f"| {_fmt(r['seconds'], 2)} |"
+            f"| {_fmt(r['seconds'], 2)} | {r['empty']:.0%} |"
         )
     return "\n".join(lines)
 
