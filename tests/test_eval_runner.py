@@ -262,6 +262,9 @@ def test_bad_input():
         parse_condition("edges")
     with pytest.raises(ConfigError, match="must not be told the key chunk"):
         parse_condition("edgewise:order=position:3")
+    with pytest.raises(ConfigError, match=r"scorer= has no effect .* unless rescore=true, but got 'edgewise:scorer=dense'"):
+        parse_condition("edgewise:scorer=dense")
+    assert parse_condition("edgewise:scorer=dense,rescore=true").name == "edgewise:order=edges,rescore=True,scorer=dense"
     with pytest.raises(InputError, match="pairs must be an integer >= 1, but got 0"):
         build_task("kv", pairs=0)
 

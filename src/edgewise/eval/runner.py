@@ -12,6 +12,8 @@ position:
   *not* told which chunk holds the answer. Options are ``pack()`` keyword arguments, plus
   ``prune_scorer=lexical|dense|auto``, which with ``prune=THRESHOLD`` sentence-prunes every chunk
   with :func:`edgewise.prune.prune` and that scorer before packing (``pack(prune=)`` uses ``auto``).
+  The chunks carry the retriever's scores, so ``scorer=NAME`` needs ``rescore=true`` (the packer then
+  ranks them itself, ignoring the retrieval order); alone it is refused rather than silently ignored.
 
 Results go to an append-only store keyed by (task, example, condition, position, model, decoding
 parameters): running the same command again skips what is already there, so a run killed at any
@@ -94,6 +96,11 @@ def parse_condition(spec: str) -> Condition:
         options[k.strip().replace("-", "_")] = _value(v.strip())
     if "key_id" in options or str(options.get("order", "")).startswith("position"):
         raise ConfigError(f"an edgewise condition must not be told the key chunk, but got {spec!r}; use 'baseline'")
+    if "scorer" in options and options.get("rescore") is not True:
+        raise ConfigError(
+            f"scorer= has no effect on chunks that carry the retriever's scores unless rescore=true, but got {spec!r}; "
+            "add rescore=true to have the packer score them itself"
+        )
     options.setdefault("order", "edges")
     options = dict(sorted(options.items()))
     return Condition("edgewise:" + ",".join(f"{k}={v}" for k, v in options.items()), options)
