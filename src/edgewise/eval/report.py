@@ -137,7 +137,7 @@ def paired_markdown(rows: Sequence[dict[str, Any]], against: str = "baseline", b
              "|" + " --- |" * 7]
     for r in rows:
         lines.append(f"| {r['condition']} | {r[by]} | {r['pairs']} | {r['only_against']} | {r['only_condition']} "
-                     f"| {r['difference']:+.3f} | {r['p']:.3f} |")
+                     f"| {r['difference']:+.3f} | {'<0.001' if r['p'] < 0.001 else format(r['p'], '.3f')} |")
     return "\n".join(lines)
 
 
