@@ -14,13 +14,14 @@ import re
 from pathlib import Path
 
 import pytest
-from .conftest import DATA, ROOT
 
 from edgewise.eval.metrics import get_metric
 from edgewise.eval.report import markdown, paired, paired_markdown, summarize
 from edgewise.eval.runner import build_prompt, parse_condition
 from edgewise.eval.store import Store
 from edgewise.eval.tasks import TASKS, build_task
+
+from .conftest import DATA, ROOT
 
 RUNS = ROOT / "docs" / "eval" / "runs"
 DOC = (ROOT / "EVALUATION.md").read_text(encoding="utf-8")
