@@ -155,7 +155,7 @@ def _pyplot():  # noqa: ANN202
 def plot_positions(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "", xlabel: str = "position") -> Path:
     """Accuracy vs position, one line per condition, 95% Wilson bands."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    fig, ax = plt.subplots(figsize=(10, 4.2), dpi=120)
     xs_all = sorted({r["position"] for r in rows if r["position"] != "all"})
     for cond in dict.fromkeys(r["condition"] for r in rows):
         pts = [r for r in rows if r["condition"] == cond and r["position"] != "all"]
@@ -169,12 +169,14 @@ def plot_positions(rows: Sequence[dict[str, Any]], path: str | Path, title: str 
         xs = [r["position"] for r in pts]
         ax.plot(xs, [r["accuracy"] for r in pts], marker="o", label=cond)
         ax.fill_between(xs, [r["interval"][0] for r in pts], [r["interval"][1] for r in pts], alpha=0.15)
-    ax.set_ylim(-0.02, 1.02)
+    # zero stays on the axis; the top follows the highest interval so low-accuracy tasks stay readable
+    top = max((r["interval"][1] for r in rows), default=1.0)
+    ax.set_ylim(-0.02, min(1.02, max(0.2, top) * 1.15 + 0.02))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("accuracy (95% Wilson interval)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside: labels are long
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
