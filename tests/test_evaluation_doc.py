@@ -47,7 +47,7 @@ def test_every_run_quoted_in_the_document_is_committed():
 
 @pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
 def test_document_tables_are_the_report_of_the_committed_results(run: Path):
-    results, manifest = _load(run)
+    results, _ = _load(run)
     assert len({r["key"] for r in results}) == len(results)
     table = markdown(summarize(results)).splitlines()[2:] + paired_markdown(paired(results)).splitlines()[2:]
     missing = [line for line in table if line not in DOC]

@@ -66,6 +66,11 @@ def summarize(results: Sequence[dict[str, Any]], by: str = "position") -> list[d
             "key_prompt_position": _avg([r.get("prompt_position") for r in rs]),
             "empty": sum(1 for r in rs if not first_line(str(r.get("prediction", ""))).strip()) / n,
         })
+    return _ordered(rows, by)
+
+
+def _ordered(rows: list[dict[str, Any]], by: str) -> list[dict[str, Any]]:
+    """Rows grouped by condition in first-seen order, by value within each, the ``all`` row last."""
     conds = list(dict.fromkeys(r["condition"] for r in rows))
     return sorted(rows, key=lambda r: (conds.index(r["condition"]), r[by] == "all", _sortable(r[by])))
 
@@ -127,8 +132,7 @@ def paired(results: Sequence[dict[str, Any]], against: str = "baseline", by: str
                      "only_condition": only_condition,
                      "difference": (sum(b for _, b in pairs) - sum(a for a, _ in pairs)) / len(pairs),
                      "p": mcnemar_exact(only_against, only_condition)})
-    conds = list(dict.fromkeys(r["condition"] for r in rows))
-    return sorted(rows, key=lambda r: (conds.index(r["condition"]), r[by] == "all", _sortable(r[by])))
+    return _ordered(rows, by)
 
 
 def paired_markdown(rows: Sequence[dict[str, Any]], against: str = "baseline", by: str = "position") -> str:
