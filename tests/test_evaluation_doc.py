@@ -63,7 +63,8 @@ def test_stored_correctness_is_the_metric_of_the_stored_prediction(run: Path):
 
 
 @pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
-def test_the_examples_and_prompts_are_what_the_code_builds_today(run: Path):
+def test_the_examples_and_prompts_are_what_the_code_builds_today(run: Path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # conditions name files (calibrated:docs/eval/runs/...) as the commands did
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA}")
     results, manifest = _load(run)
