@@ -31,3 +31,21 @@ class BudgetError(EdgewiseError):
 def unknown(kind: str, name: str, known: list[str] | tuple[str, ...]) -> ConfigError:
     """Build the error for an unknown registry name, listing the valid ones."""
     return ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(known)}")
+
+
+def install_hint(extra: str | None = None) -> str:
+    """How to install edgewise (with an extra) from a checkout, until it is published on PyPI.
+
+    >>> install_hint("models")
+    "pip install -e '.[models]' (in an edgewise checkout)"
+    """
+    return f"pip install -e '.[{extra}]' (in an edgewise checkout)" if extra else "pip install -e . (in an edgewise checkout)"
+
+
+def missing_extra(what: str, package: str, extra: str | None) -> ImportError:
+    """The error for an optional dependency that is not installed, with the command that installs it.
+
+    >>> str(missing_extra("cross-encoder reranking", "onnxruntime", "models"))
+    "cross-encoder reranking needs onnxruntime: pip install -e '.[models]' (in an edgewise checkout)"
+    """
+    return ImportError(f"{what} needs {package}: {install_hint(extra)}")

@@ -136,7 +136,7 @@ def split_sentences(text: str, *, splitter: str = "auto") -> list[Span]:
     if splitter != "regex":
         raw = _blingfire_sentences(text)
         if raw is None and splitter == "blingfire":
-            raise ImportError("the blingfire splitter needs blingfire: pip install 'edgewise[models]'")
+            raise ImportError("the blingfire splitter needs blingfire: pip install -e '.[models]' (in an edgewise checkout)")
     if raw is None:
         raw = _regex_sentences(text)
     spans = []

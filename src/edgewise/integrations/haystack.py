@@ -2,7 +2,7 @@
 
 Same inputs, outputs and checks (``top_k`` and ``word_count_threshold`` > 0 at init and at run;
 duplicates by id keep the highest score; non-text documents are refused), plus an exact token
-``budget`` and any edgewise order. Needs ``pip install 'edgewise[haystack]'``.
+``budget`` and any edgewise order. Needs ``pip install -e '.[haystack]' (in an edgewise checkout)``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from . import arrange
 try:
     from haystack import Document, component
 except ImportError:  # pragma: no cover - exercised by the base-install test
-    raise ImportError("the Haystack adapter needs haystack-ai: pip install 'edgewise[haystack]'") from None
+    raise ImportError("the Haystack adapter needs haystack-ai: pip install -e '.[haystack]' (in an edgewise checkout)") from None
 
 
 @component

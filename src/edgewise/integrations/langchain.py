@@ -2,7 +2,7 @@
 
 By default it gives LongContextReorder's exact order (``edges-mirror``) for documents given best
 first; ``order="edges"`` puts the best first instead, and ``budget`` / ``top_k`` bound the result.
-Needs ``pip install 'edgewise[langchain]'``.
+Needs ``pip install -e '.[langchain]' (in an edgewise checkout)``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from . import arrange
 try:
     from langchain_core.documents import BaseDocumentTransformer, Document
 except ImportError:  # pragma: no cover
-    raise ImportError("the LangChain adapter needs langchain-core: pip install 'edgewise[langchain]'") from None
+    raise ImportError("the LangChain adapter needs langchain-core: pip install -e '.[langchain]' (in an edgewise checkout)") from None
 
 
 class EdgewiseReorder(BaseDocumentTransformer):

@@ -3,7 +3,7 @@
 Like LongContextReorder it ranks nodes by score (a missing score counts as 0; among equal scores
 the later node ranks higher, as there) and, by default,
 gives its exact order (``edges-mirror``); ``order``, ``budget`` and ``top_k`` add what it lacks.
-Needs ``pip install 'edgewise[llamaindex]'``.
+Needs ``pip install -e '.[llamaindex]' (in an edgewise checkout)``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ try:
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError:  # pragma: no cover
-    raise ImportError("the LlamaIndex adapter needs llama-index-core: pip install 'edgewise[llamaindex]'") from None
+    raise ImportError("the LlamaIndex adapter needs llama-index-core: pip install -e '.[llamaindex]' (in an edgewise checkout)") from None
 
 
 class EdgewiseReorder(BaseNodePostprocessor):

@@ -30,7 +30,7 @@ class Template:
             from jinja2 import StrictUndefined, TemplateError
             from jinja2.sandbox import SandboxedEnvironment
         except ImportError:  # pragma: no cover - jinja2 is a core dependency
-            raise ImportError("template layouts need jinja2: pip install edgewise") from None
+            raise ImportError("template layouts need jinja2: pip install -e . (in an edgewise checkout)") from None
         self.name = f"template:{path}"
         try:
             source = _read(path)

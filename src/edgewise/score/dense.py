@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import ConfigError
 from . import scorer
 
-EXTRA_HINT = "pip install 'edgewise[models]'"
+EXTRA_HINT = "pip install -e '.[models]' (in an edgewise checkout)"
 
 
 def need(module: str, what: str) -> Any:
