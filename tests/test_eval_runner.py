@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from edgewise.cli_eval import main as eval_main
+from edgewise.cli import main as eval_main
 from edgewise.errors import ConfigError, InputError
 from edgewise.eval.backends import BackendError, Completion
 from edgewise.eval.calibrate import calibrate

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from edgewise.cli_relevance import main
+from edgewise.cli import main
 from edgewise.errors import InputError
 from edgewise.eval.nq import DEV_FILE, build, has_answer, normalize_answer, read_jsonl
 

@@ -88,7 +88,7 @@ def test_summaries_and_truncation_fill_the_budget_and_every_chunk_has_a_reason()
     # the key facts whole; past them, summaries first since the rest cannot all go in whole
     assert (info.placed, info.summarized, info.truncated) == (["d0", "d1", "d2", "d4", "d5"], ["d3", "d6", "d7"], ["d8"])
     assert [(r["id"], r["outcome"]) for r in info.chunks][8:] == [("d8", "truncated"), ("d9", "dropped")]
-    assert info.dropped == [{"id": "d9", "reason": "budget exhausted: 0 tokens left, less than any chunk needs (8)"}]
+    assert info.dropped == [{"id": "d9", "input_index": 9, "reason": "budget exhausted: 0 tokens left, less than any chunk needs (8)"}]
     assert all(r["reason"] for r in info.chunks)
     cut = next(c for c in parse(out.prompt, "sections").chunks if c.form == "truncated")
     assert cut.id == "d8" and chunks[8]["text"].startswith(cut.text) and tok.count(cut.text) >= 20
@@ -191,7 +191,7 @@ def test_variants_put_the_key_chunk_at_each_position():
         ({"chunks": "text"}, InputError, "chunks must be a list, but got str"),
         ({"top_k": 0}, InputError, "top_k must be > 0, but got 0"),
         ({"top_k": -1}, InputError, "top_k must be > 0, but got -1"),
-        ({"budget": 0}, InputError, "budget must be an integer > 0, but got 0"),
+        ({"budget": 0}, InputError, "budget must be > 0, but got 0"),
         ({"budget": 20}, BudgetError, "but budget is 20"),
         ({"order": "sideways"}, ConfigError, "unknown order 'sideways'; choose one of: edges, edges-mirror"),
         ({"layout": "poem"}, ConfigError, "unknown layout 'poem'; choose one of: sections, layered"),

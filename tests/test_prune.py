@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edgewise.chunk import Chunk
-from edgewise.cli_relevance import main
+from edgewise.cli import main
 from edgewise.errors import InputError
 from edgewise.eval.nq import has_answer
 from edgewise.prune import (

@@ -17,19 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .chunk import Chunk
-from .errors import InputError
+from .checks import check_int, check_number
 from .layout.base import Item
 from .tokens import Tokenizer
 
 
 def check_positive(name: str, value: int | None) -> None:
     """``top_k``-style parameters must be positive integers when given."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be an integer > 0, but got {value!r}")
-    if value <= 0:
-        raise InputError(f"{name} must be > 0, but got {value}")
+    check_int(name, value, minimum=1, optional=True)
 
 
 def limit(
@@ -37,7 +32,7 @@ def limit(
     *,
     top_k: int | None = None,
     min_score: float | None = None,
-    word_count_threshold: int | None = None,
+    word_count_threshold: float | None = None,
 ) -> tuple[list[Chunk], list[tuple[Chunk, str]]]:
     """Apply the count limits to chunks given best first; return (kept, [(dropped, reason)]).
 
@@ -45,7 +40,7 @@ def limit(
     whose words bring the total to the threshold is kept, and every later one is dropped.
     """
     check_positive("top_k", top_k)
-    check_positive("word_count_threshold", word_count_threshold)
+    check_number("word_count_threshold", word_count_threshold, above=0, optional=True, what="a number > 0")
     kept: list[Chunk] = []
     dropped: list[tuple[Chunk, str]] = []
     words = 0

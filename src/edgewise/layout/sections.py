@@ -56,6 +56,16 @@ def reminder_block(item: Item) -> str:
 class Sections:
     name = "sections"
 
+    def key_facts(self, high_importance_k: int) -> int:
+        """The top ``high_importance_k`` chunks are budgeted first and open or close the prompt."""
+        return high_importance_k
+
+    def reminders(self, rendered: Rendered, items: list[Item]) -> list[Item]:
+        """Summaries of the Section A key facts, repeated in Section C while the budget allows."""
+        in_a = set(rendered.sections.get("A", []))
+        return [Item(it.chunk, "summary", it.chunk.summary or "", it.rank) for it in items
+                if it.id in in_a and it.chunk.summary]
+
     def block(self, item: Item) -> str:
         return doc_block(item)
 

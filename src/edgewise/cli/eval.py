@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -30,9 +30,9 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from .eval.backends import get_backend
-    from .eval.runner import parse_condition, run
-    from .eval.tasks import build_task
+    from ..eval.backends import get_backend
+    from ..eval.runner import parse_condition, run
+    from ..eval.tasks import build_task
 
     conditions = [parse_condition(c) for c in (a.condition or ["baseline", "edgewise:order=edges"])]
     task_opts: dict[str, Any] = {"examples": a.examples, "seed": a.seed, "data": a.data, "max_tokens": a.max_tokens}
@@ -57,7 +57,7 @@ def cmd_run(a: argparse.Namespace) -> None:
 
 
 def cmd_report(a: argparse.Namespace) -> None:
-    from .eval.report import report
+    from ..eval.report import report
 
     out = report(a.run, a.out, charts=not a.no_charts)
     print(out["markdown"])
@@ -65,7 +65,7 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 
 def cmd_calibrate(a: argparse.Namespace) -> None:
-    from .eval.calibrate import calibrate
+    from ..eval.calibrate import calibrate
 
     prof = calibrate(a.run, a.output if a.output != "-" else None, condition=a.condition, points=a.points)
     if a.output == "-":
@@ -76,8 +76,8 @@ def cmd_calibrate(a: argparse.Namespace) -> None:
 
 def add_commands(subparsers: Any) -> None:
     """Add ``eval`` with its ``run``, ``report`` and ``calibrate`` subcommands."""
-    from .eval.backends import backend_names
-    from .eval.tasks import task_names
+    from ..eval.backends import backend_names
+    from ..eval.tasks import task_names
 
     ev = subparsers.add_parser("eval", help="measure accuracy vs position with a real LLM; report; calibrate")
     sub = ev.add_subparsers(dest="eval_command", required=True)
@@ -127,14 +127,3 @@ def add_commands(subparsers: Any) -> None:
     c.add_argument("--condition", default="baseline", help="whose accuracy to use (default baseline)")
     c.add_argument("--points", type=int, help="points in the profile (default: the document count)")
     c.set_defaults(func=cmd_calibrate)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Same as the ``edgewise`` command (kept so ``python -m`` on this module works)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""CLI subcommands for relevance: ``score``, ``prune``, ``highlight`` and ``data nq``.
+"""CLI subcommands for relevance: ``score``, ``prune`` and ``highlight``.
 
 Each is one library call plus I/O: JSON in (a file or ``-`` for stdin), JSON out on stdout.
 ``add_commands(subparsers)`` adds them to the ``edgewise`` parser.
@@ -14,54 +14,48 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import sys
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
+from .io import dump, read_chunk_list, text_arg
 
 
 def _chunks(source: str) -> list[Any]:
-    from .chunk import normalize
-    from .cli import _read_chunks
+    from ..chunk import normalize
 
-    chunks, _ = normalize(_read_chunks(source))
+    chunks, _ = normalize(read_chunk_list(source))
     return chunks
 
 
 def _query(value: str) -> str:
-    from .cli import _text_arg
-
-    q = _text_arg(value, "query") or ""
+    q = text_arg(value, "query") or ""
     if not q.strip():
         raise InputError(f"query must be a non-empty string, but got {q!r}")
     return q
 
 
-def _dump(obj: Any) -> None:
-    print(json.dumps(obj, ensure_ascii=False, indent=2))
-
-
 def cmd_score(a: argparse.Namespace) -> None:
     from dataclasses import replace
 
-    from .score import get_scorer
+    from ..score import get_scorer
+    from ..score.rank import score_chunks
 
     query = _query(a.query)
     chunks = _chunks(a.chunks)
     s = get_scorer(a.scorer)
-    scores = s.score(query, [f"{c.title}\n{c.text}" if c.title else c.text for c in chunks])
+    scores = score_chunks(query, chunks, s)  # what pack(scorer=...) ranks by: meta.key, title, text
     order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
     rank = {i: r for r, i in enumerate(order, 1)}
-    out = [{**replace(chunks[i], score=float(scores[i])).to_dict(), "rank": rank[i]}
+    out = [{**replace(chunks[i], score=scores[i]).to_dict(), "rank": rank[i]}
            for i in (order if a.sort else range(len(chunks)))]
-    _dump(out)
+    dump(out)
     if a.stats and hasattr(s, "stats"):
         print(f"{s.name}: {s.stats()}", file=sys.stderr)
 
 
 def cmd_prune(a: argparse.Namespace) -> None:
-    from .prune import _check_threshold, prune
+    from ..prune import _check_threshold, prune
 
     query = _query(a.query)
     _check_threshold(a.threshold)
@@ -69,7 +63,7 @@ def cmd_prune(a: argparse.Namespace) -> None:
     out = []
     for c, p in zip(chunks, prune(query, chunks, a.threshold, relative=a.relative, scorer=a.scorer)):
         out.append(p.apply(c).to_dict())
-    _dump(out)
+    dump(out)
 
 
 _ANSI_ON, _ANSI_OFF = "\x1b[1;33m", "\x1b[0m"
@@ -91,22 +85,20 @@ def _render(text: str, spans: list[Any], fmt: str) -> str:
 
 
 def cmd_highlight(a: argparse.Namespace) -> None:
-    from .chunk import Chunk
-    from .prune import _check_threshold, highlight
+    from ..chunk import Chunk
+    from ..prune import _check_threshold, highlight
 
     query = _query(a.query)
     _check_threshold(a.threshold)
     if (a.text is None) == (a.chunks is None):
         raise InputError("highlight needs exactly one of --text or --chunks")
     if a.text is not None:
-        from .cli import _text_arg
-
-        chunks = [Chunk(id="text", text=_text_arg(a.text, "text") or "")]
+        chunks = [Chunk(id="text", text=text_arg(a.text, "text") or "")]
     else:
         chunks = _chunks(a.chunks)
     results = [(c, highlight(query, c.text, threshold=a.threshold, title=c.title, scorer=a.scorer)) for c in chunks]
     if a.format == "json":
-        _dump([{"id": c.id, "spans": [s.to_dict() for s in spans]} for c, spans in results])
+        dump([{"id": c.id, "spans": [s.to_dict() for s in spans]} for c, spans in results])
     elif a.format == "html":
         body = "\n".join(f"<section id=\"{html.escape(c.id)}\"><h3>{html.escape(c.title or c.id)}</h3>"
                          f"<p>{_render(c.text, spans, 'html')}</p></section>" for c, spans in results)
@@ -119,30 +111,10 @@ def cmd_highlight(a: argparse.Namespace) -> None:
                 f"  [{s.start}:{s.end}] {s.score:.3f} {s.text}" for s in spans))
 
 
-def cmd_data_nq(a: argparse.Namespace) -> None:
-    from .eval.nq import build, read_jsonl, write_jsonl
-
-    rows = read_jsonl(a.source)
-    skipped: list[dict[str, Any]] = []
-    out = build(rows, docs=a.docs, gold_at=a.gold_at, seed=a.seed, skipped=skipped)
-    if a.output == "-":
-        n = write_jsonl(out, sys.stdout)
-    else:
-        try:
-            with open(a.output, "w", encoding="utf-8") as f:
-                n = write_jsonl(out, f)
-        except OSError as exc:
-            raise InputError(f"output file {a.output!r} could not be written: {exc.strerror}") from None
-    print(f"edgewise: wrote {n} rows ({a.docs} documents, gold at {a.gold_at}, seed {a.seed}) to {a.output}",
-          file=sys.stderr)
-    for s in skipped:
-        print(f"edgewise: skipped row {s['row']} ({s['question']!r}): {s['reason']}", file=sys.stderr)
-
-
 def add_commands(subparsers: Any) -> None:
-    """Add ``score``, ``prune``, ``highlight`` and ``data nq`` to an argparse subparsers object."""
-    from .prune import DEFAULT_THRESHOLD
-    from .score import scorer_names
+    """Add ``score``, ``prune`` and ``highlight`` to an argparse subparsers object."""
+    from ..prune import DEFAULT_THRESHOLD
+    from ..score import scorer_names
 
 
     def common(p: argparse.ArgumentParser, chunks_required: bool = True) -> None:
@@ -177,24 +149,3 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--format", "-f", default="auto", choices=["auto", "ansi", "plain", "json", "html"],
                    help="auto: colours on a terminal, plain otherwise")
     p.set_defaults(func=cmd_highlight)
-
-    d = subparsers.add_parser("data", help="build evaluation data sets")
-    dsub = d.add_subparsers(dest="dataset", required=True)
-    p = dsub.add_parser("nq", help="multi-document QA from NQ-open oracle rows (Lost in the Middle)")
-    p.add_argument("--source", required=True, help="a .jsonl or .jsonl.gz file in the oracle format")
-    p.add_argument("--docs", type=int, default=20, help="documents per question (default 20)")
-    p.add_argument("--gold-at", type=int, default=0, help="position of the gold document (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
-    p.add_argument("--output", "-o", default="-", help="output JSONL file (default stdout)")
-    p.set_defaults(func=cmd_data_nq)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Same as the ``edgewise`` command (kept so ``python -m`` on this module works)."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

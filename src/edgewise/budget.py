@@ -1,0 +1,170 @@
+"""The budget loop: fit ranked chunks into what the fixed layers leave, render, re-encode, settle.
+
+Selection must know what rendering costs, so the loop (1) measures the fixed layers (system,
+instructions, profile, question) once, (2) estimates the tokens that section headers and joins add
+from a probe, (3) fits chunks in rank order against what is left (:func:`edgewise.select.fit`),
+(4) renders and re-encodes the whole prompt, and (5) if token merges at the joins pushed it over,
+tightens the estimate and tries again, dropping the lowest-ranked chunk as a last resort.
+
+Layout-specific policy is asked of the layout through :mod:`edgewise.layout.hooks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .chunk import Chunk
+from .errors import BudgetError
+from .layout import Item, Layout, Rendered, RenderInput, hooks
+from .select import Fit, fit
+from .tokens import Tokenizer
+
+TRUNCATION_MARK = " [...]"
+MAX_ESTIMATE_PASSES = 4
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The fixed layers of a prompt: what is rendered whatever the chunks."""
+
+    query: str
+    system: str | None = None
+    profile: str | None = None
+    instructions: str | None = None
+    expected_output: str | None = None
+    high_importance_k: int = 8
+    query_aware: bool = False
+
+    def input(self, items: tuple[Item, ...] = (), reminders: tuple[Item, ...] = ()) -> RenderInput:
+        return RenderInput(
+            query=self.query, items=items, system=self.system, profile=self.profile, instructions=self.instructions,
+            expected_output=self.expected_output, high_importance_k=self.high_importance_k, reminders=reminders,
+            query_aware=self.query_aware,
+        )
+
+
+class Meter:
+    """Counts a rendered prompt: the larger of the prompt's tokens and its message contents' tokens."""
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.tok = tok
+
+    def __call__(self, r: Rendered) -> int:
+        return max(self.prompt_tokens(r), self.message_tokens(r))
+
+    def user_tokens(self, r: Rendered) -> int:
+        return self.tok.count_parts(r.user_parts) if r.user_parts else self.tok.count(r.user)
+
+    def message_tokens(self, r: Rendered) -> int:
+        return self.tok.count(r.system) + self.user_tokens(r)
+
+    def prompt_tokens(self, r: Rendered) -> int:
+        """Tokens of ``r.prompt``, from cached counts of its pieces (system, blocks) where exact."""
+        if not r.system:
+            return self.user_tokens(r)
+        return self.tok.count_parts((r.system + "\n\n", *(r.user_parts or (r.user,))))
+
+
+def reserve(layers: Layers, lay: Layout, meter: Meter, budget: int | None, trim_profile: bool) -> tuple[Layers, int]:
+    """Tokens the fixed layers take; with ``trim_profile``, the profile is cut until they fit."""
+    fixed = meter(hooks.render_fixed(lay, layers.input()))
+    if budget is None or fixed <= budget:
+        return layers, fixed
+    need = f"the fixed layers (system, instructions, profile, question) need {fixed} tokens, but budget is {budget}"
+    if not trim_profile or not layers.profile:
+        hint = "; pass trim_profile=True (CLI: --trim-profile) to shorten the profile" if layers.profile and not trim_profile else ""
+        raise BudgetError(f"budget must hold the fixed layers: {need}{hint}")
+    tok, profile = meter.tok, layers.profile
+    while fixed > budget:
+        keep = tok.count(profile) - (fixed - budget) - tok.count(TRUNCATION_MARK)
+        if keep <= 0:
+            raise BudgetError(f"budget must hold the fixed layers even with the profile trimmed away: {need}")
+        profile = tok.truncate(profile, keep)
+        layers = replace(layers, profile=profile + TRUNCATION_MARK)
+        fixed = meter(hooks.render_fixed(lay, layers.input()))
+    return layers, fixed
+
+
+@dataclass
+class Settled:
+    """What the loop settled on: the items (rank order), the prompt, its size, who was left out."""
+
+    items: list[Item]
+    rendered: Rendered
+    total: int
+    dropped: list[tuple[Chunk, str]]
+    passes: int
+
+
+Render = Callable[[list[Item], tuple[Item, ...]], Rendered]
+
+
+def settle(
+    kept: Sequence[Chunk], *, rank_of: Mapping[str, int], head_n: int, budget: int | None, fixed: int, lay: Layout,
+    layers: Layers, meter: Meter, render: Render, min_truncated_tokens: int,
+) -> Settled:
+    """Fit ``kept`` (best first) under ``budget``, then add the layout's reminders while they fit.
+
+    ``rank_of`` gives each chunk's rank among all ranked chunks (what the layout sees as ``rank``).
+    """
+    tok = meter.tok
+
+    def cost(item: Item) -> int:
+        return tok.count(lay.block(item) + "\n")
+
+    # tokens the joins and section headers add on top of the blocks: first estimated from a probe
+    # with a tiny chunk in each section, then as measured on the last pass
+    slack = _overhead(lay, layers, meter, fixed, cost, head_n) if budget is not None else 0
+    passes = 0
+    while True:
+        available = None if budget is None else budget - fixed - slack
+        chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens)
+        items = [replace(it, rank=rank_of[it.id]) for it in chosen.items]
+        rendered = render(items, ())
+        total = meter(rendered)
+        passes += 1
+        if budget is None or total <= budget:
+            break
+        if passes < MAX_ESTIMATE_PASSES:
+            slack = max(slack + 1, total - fixed - chosen.used)
+            continue
+        while total > budget and items:  # still over: give up the lowest-ranked chunk, one at a time
+            last = items.pop()
+            chosen.dropped.append((last.chunk, "did not fit once the prompt was rendered and re-encoded"))
+            rendered = render(items, ())
+            total = meter(rendered)
+            passes += 1
+        break
+    reminders: tuple[Item, ...] = ()
+    for cand in hooks.reminder_candidates(lay, rendered, items):
+        trial = render(items, (*reminders, cand))
+        trial_total = meter(trial)
+        passes += 1
+        if budget is not None and trial_total > budget:
+            break
+        reminders, rendered, total = (*reminders, cand), trial, trial_total
+    return Settled(items, rendered, total, chosen.dropped, passes)
+
+
+def _overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int], head_n: int) -> int:
+    probe = [Item(Chunk(f"~{r}", "x"), "whole", "x", r) for r in (0, max(head_n, 2), 1)]  # A, B, C
+    return max(0, meter(lay.render(layers.input(tuple(probe)))) - fixed - sum(cost(it) for it in probe))
+
+
+def fit_two_phase(
+    kept: Sequence[Chunk], head_n: int, available: int | None, cost: Callable[[Item], int], tok: Tokenizer,
+    min_truncated: int,
+) -> Fit:
+    """Fit the first ``head_n`` chunks, then the rest: whole if all of them fit, else summaries first."""
+    head = fit(kept[:head_n], available, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated)
+    tail = kept[head_n:]
+    if not tail:
+        return head
+    left = None if available is None else available - head.used
+    prefer = left is not None and any(c.summary for c in tail) and sum(
+        cost(Item(c, "whole", c.text, 0)) for c in tail
+    ) > left
+    rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
+               first_rank=head_n)
+    return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used)

@@ -1,0 +1,53 @@
+"""The ``edgewise`` command: a thin layer over the library. JSON in, JSON or text out.
+
+One module per family of subcommands (``pack``, ``relevance``, ``data``, ``eval``), sharing the
+I/O helpers of :mod:`edgewise.cli.io`. Errors are one line on stderr naming the rule and the
+value, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import EdgewiseError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (status 2), like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    from . import data, pack, relevance
+    from . import eval as eval_cmds
+
+    parser = _Parser(prog="edgewise", description="Pack retrieved chunks into the prompt an LLM reads best.")
+    parser.add_argument("--version", action="version", version=f"edgewise {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    pack.add_commands(sub)  # pack, variants, list
+    relevance.add_commands(sub)  # score, prune, highlight
+    data.add_commands(sub)  # data nq
+    eval_cmds.add_commands(sub)  # eval run | report | calibrate
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except (EdgewiseError, ImportError) as exc:  # ImportError: a missing extra, with its pip command
+        print(f"edgewise: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. `edgewise pack ... | head`
+        return 0
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""``edgewise data nq``: build evaluation data sets (a thin layer over :mod:`edgewise.eval.nq`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import InputError
+
+
+def cmd_data_nq(a: argparse.Namespace) -> None:
+    from ..eval.nq import build, read_jsonl, write_jsonl
+
+    rows = read_jsonl(a.source)
+    skipped: list[dict[str, Any]] = []
+    out = build(rows, docs=a.docs, gold_at=a.gold_at, seed=a.seed, skipped=skipped)
+    if a.output == "-":
+        n = write_jsonl(out, sys.stdout)
+    else:
+        try:
+            with open(a.output, "w", encoding="utf-8") as f:
+                n = write_jsonl(out, f)
+        except OSError as exc:
+            raise InputError(f"output file {a.output!r} could not be written: {exc.strerror}") from None
+    print(f"edgewise: wrote {n} rows ({a.docs} documents, gold at {a.gold_at}, seed {a.seed}) to {a.output}",
+          file=sys.stderr)
+    for s in skipped:
+        print(f"edgewise: skipped row {s['row']} ({s['question']!r}): {s['reason']}", file=sys.stderr)
+
+
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``data nq``."""
+    d = subparsers.add_parser("data", help="build evaluation data sets")
+    dsub = d.add_subparsers(dest="dataset", required=True)
+    p = dsub.add_parser("nq", help="multi-document QA from NQ-open oracle rows (Lost in the Middle)")
+    p.add_argument("--source", required=True, help="a .jsonl or .jsonl.gz file in the oracle format")
+    p.add_argument("--docs", type=int, default=20, help="documents per question (default 20)")
+    p.add_argument("--gold-at", type=int, default=0, help="position of the gold document (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
+    p.add_argument("--output", "-o", default="-", help="output JSONL file (default stdout)")
+    p.set_defaults(func=cmd_data_nq)
+
+

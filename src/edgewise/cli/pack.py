@@ -1,0 +1,110 @@
+"""``edgewise pack``, ``variants`` and ``list``: one library call each, plus I/O.
+
+The pack flags are generated from :class:`~edgewise.options.PackOptions` (one flag per option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .io import dumps, read_chunk_list, text_arg
+
+FORMATS = ("text", "json", "openai", "anthropic")
+
+
+def _emit(packed: Any, fmt: str) -> str:
+    if fmt == "text":
+        return packed.prompt
+    if fmt == "json":
+        return dumps(packed.to_dict())
+    return dumps(packed.messages(fmt))
+
+
+def table(packed: Any) -> str:
+    """A short human table of where each chunk went."""
+    d = packed.debug_info
+    rows = [("id", "rank", "outcome", "where", "tokens", "reason")]
+    for r in d.chunks:
+        where = "-" if r["position"] is None else f"#{r['position']} {r['section'] or ''}".strip()
+        rank = "-" if r["rank"] is None else str(r["rank"] + 1)
+        tokens = "-" if r["tokens"] is None else str(r["tokens"])
+        rows.append((r["id"], rank, r["outcome"], where, tokens, r["reason"]))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+    est = " (estimated)" if d.estimated else ""
+    budget = "no budget" if d.budget is None else f"budget {d.budget}, {d.remaining_tokens} left"
+    lines.append(f"prompt: {d.prompt_tokens} tokens{est} ({d.tokenizer}), {budget}; "
+                 f"cache prefix {d.cache_prefix_tokens} tokens; order {d.strategy}, layout {d.layout}")
+    return "\n".join(lines)
+
+
+def _options(a: argparse.Namespace) -> Any:
+    from ..options import from_args
+
+    return from_args(a, read_text=text_arg)
+
+
+def cmd_pack(a: argparse.Namespace) -> None:
+    from ..pack import pack
+
+    packed = pack(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a))
+    print(_emit(packed, a.format))
+    if a.table:
+        print("\n" + table(packed), file=sys.stderr)
+
+
+def cmd_variants(a: argparse.Namespace) -> None:
+    from ..pack import variants
+
+    positions = [p.strip() for p in a.positions.split(",") if p.strip()]
+    opts = _options(a).to_dict(changed_only=True)
+    key_id, layout = opts.pop("key_id"), opts.pop("layout", "layered")
+    out = variants(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), key_id, positions, layout=layout, **opts)
+    if a.format == "text":
+        print("\n\n".join(f"===== {name} =====\n{p.prompt}" for name, p in out.items()))
+    else:
+        print(dumps({name: json.loads(_emit(p, a.format)) for name, p in out.items()}))
+
+
+def cmd_list(a: argparse.Namespace) -> None:
+    from ..layout import layout_names
+    from ..order import order_names
+    from ..score import scorer_names
+    from ..tokens import tokenizer_names
+
+    for title, names in (("orders", order_names()), ("layouts", layout_names()),
+                         ("scorers", scorer_names()), ("tokenizers", tokenizer_names())):
+        print(f"{title}: {', '.join(names)}")
+
+
+def _io_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--query", "-q", required=True, help="the question (or @FILE)")
+    p.add_argument("--chunks", "-c", required=True, metavar="FILE|-", help="JSON array or JSONL of chunks; - for stdin")
+    p.add_argument("--format", "-f", default="text", choices=FORMATS)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``pack``, ``variants`` and ``list``."""
+    from ..options import add_arguments
+
+    p = subparsers.add_parser("pack", help="pack chunks for a query into a prompt")
+    _io_args(p)
+    p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
+    add_arguments(p)
+    p.set_defaults(func=cmd_pack)
+
+    v = subparsers.add_parser("variants", help="one prompt per position of a key chunk (position-sensitivity test)")
+    _io_args(v)
+    v.add_argument("--positions", default="first,middle,last",
+                   help="comma-separated: first, middle, last, an index, or A, B, C (sections layout)")
+    add_arguments(v, exclude=("order",), defaults={"layout": "layered"})
+    for action in v._actions:  # the chunk to move is required here
+        if action.dest == "key_id":
+            action.required = True
+    v.set_defaults(func=cmd_variants)
+
+    ls = subparsers.add_parser("list", help="list orders, layouts, scorers and tokenizers")
+    ls.set_defaults(func=cmd_list)

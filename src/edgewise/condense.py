@@ -1,0 +1,48 @@
+"""The condensing steps of :func:`edgewise.pack`: prune chunks to the sentences that help the query,
+and write extractive summaries for the chunks that may have to go in short.
+
+Both read sentences with :mod:`edgewise.prune` (the MiniLM sentence model with the ``models`` extra,
+a lexical model otherwise) and return new chunks; nothing is dropped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from .chunk import Chunk
+from .tokens import Tokenizer
+
+
+def prune_step(
+    query: str, chunks: Sequence[Chunk], threshold: float, *, relative: bool = False, scorer: str = "auto"
+) -> tuple[list[Chunk], list[dict[str, Any]]]:
+    """Each chunk cut to the sentences that help the query; a record for each one that lost text."""
+    from .prune import prune_chunk
+
+    out, records = [], []
+    for chunk in chunks:
+        result = prune_chunk(query, chunk, threshold, relative=relative, scorer=scorer)
+        if result.text != chunk.text:
+            chunk = result.apply(chunk)
+            records.append({"id": chunk.id, "original_chars": chunk.meta["prune"]["original_chars"],
+                            "kept_chars": len(chunk.text), "score": chunk.meta["prune"]["score"]})
+        out.append(chunk)
+    return out, records
+
+
+def summary_step(
+    query: str, chunks: Sequence[Chunk], *, skip: int, max_tokens: int, tok: Tokenizer, scorer: str = "auto"
+) -> list[Chunk]:
+    """Extractive summaries for the chunks past the first ``skip`` that have none of their own."""
+    from .prune import extractive_summary
+
+    out = list(chunks[:skip])
+    for chunk in chunks[skip:]:
+        if chunk.summary is None and tok.count(chunk.text) > max_tokens:
+            text = extractive_summary(query, chunk, max_tokens, tok, scorer=scorer)
+            if text:
+                chunk = replace(chunk, meta={**chunk.meta, "summary": text, "summary_source": "extractive"})
+        out.append(chunk)
+    return out

@@ -1,0 +1,108 @@
+"""``DebugInfo``: where every input chunk went and why, and what the prompt costs.
+
+The schema is fixed: every record in ``chunks`` carries the same keys (:data:`CHUNK_KEYS`, ``None``
+where a key does not apply), so a batch of debug records is one Arrow/Parquet table.
+``input_index`` is the position in the caller's input, duplicates included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .chunk import Chunk, Merged
+from .layout import Item, Rendered
+
+CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")
+OUTCOMES = ("placed", "summarized", "truncated", "dropped")
+_OUTCOME = {"whole": "placed", "summary": "summarized", "truncated": "truncated"}
+_REASON = {"whole": "fits whole", "summary": "given summary fits where the whole chunk does not",
+           "truncated": "cut at a token boundary to fit"}
+
+
+@dataclass
+class DebugInfo:
+    """Where every chunk went and why, and what the prompt costs."""
+
+    order: list[str]
+    section_A_ids: list[str]
+    section_B_ids: list[str]
+    section_C_ids: list[str]
+    sections: dict[str, list[str]]
+    placed: list[str]
+    summarized: list[str]
+    truncated: list[str]
+    dropped: list[dict[str, Any]]
+    chunks: list[dict[str, Any]]
+    reminders: list[str]
+    pruned: list[dict[str, Any]]
+    prompt_tokens: int
+    message_tokens: int
+    budget: int | None
+    remaining_tokens: int | None
+    tokenizer: str
+    estimated: bool
+    cache_prefix_tokens: int
+    strategy: str
+    layout: str
+    scorer: str
+    render_passes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def record(**values: Any) -> dict[str, Any]:
+    """A chunk record with every key of :data:`CHUNK_KEYS` (unknown keys are a bug, so they raise)."""
+    extra = set(values) - set(CHUNK_KEYS)
+    if extra:
+        raise KeyError(f"not debug record keys: {sorted(extra)}")
+    return {k: values.get(k) for k in CHUNK_KEYS}
+
+
+def build(
+    *, rendered: Rendered, items: Sequence[Item], dropped: Sequence[tuple[Chunk, str]], merged: Sequence[Merged],
+    input_index: Mapping[str, int], rank_of: Mapping[str, int], score_of: Mapping[str, float | None],
+    cost: Callable[[Item], int], prompt_tokens: int, message_tokens: int, cache_prefix_tokens: int,
+    budget: int | None, tokenizer: str, estimated: bool, strategy: str, layout: str, scorer: str, passes: int,
+    pruned: list[dict[str, Any]],
+) -> DebugInfo:
+    """Assemble the debug record of one pack from what each step produced."""
+    position = {cid: p for p, cid in enumerate(rendered.order)}
+    section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
+    records = [
+        record(id=it.id, input_index=input_index[it.id], rank=rank_of[it.id], score=score_of[it.id],
+               outcome=_OUTCOME[it.form], position=position.get(it.id), section=section_of.get(it.id), tokens=cost(it),
+               reason="extractive summary fits where the whole chunk does not"
+               if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form])
+        for it in items
+    ]
+    records += [record(id=c.id, input_index=input_index[c.id], rank=rank_of[c.id], score=score_of[c.id],
+                       outcome="dropped", reason=why) for c, why in dropped]
+    records += [record(id=m.id, input_index=m.index, outcome="dropped", reason=m.reason, merged_into=m.kept_index)
+                for m in merged]
+    records.sort(key=lambda r: r["input_index"])
+    of = {k: [r["id"] for r in records if r["outcome"] == k] for k in OUTCOMES}
+    total = max(prompt_tokens, message_tokens)
+    return DebugInfo(
+        order=list(rendered.order),
+        section_A_ids=rendered.sections.get("A", []),
+        section_B_ids=rendered.sections.get("B", []),
+        section_C_ids=rendered.sections.get("C", []),
+        sections=rendered.sections,
+        placed=of["placed"], summarized=of["summarized"], truncated=of["truncated"],
+        dropped=[{"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
+                 for r in records if r["outcome"] == "dropped"],
+        chunks=records,
+        reminders=list(rendered.reminder_ids),
+        pruned=pruned,
+        prompt_tokens=prompt_tokens,
+        message_tokens=message_tokens,
+        budget=budget,
+        remaining_tokens=None if budget is None else budget - total,
+        tokenizer=tokenizer,
+        estimated=estimated,
+        cache_prefix_tokens=cache_prefix_tokens,
+        strategy=strategy, layout=layout, scorer=scorer, render_passes=passes,
+    )

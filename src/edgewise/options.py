@@ -1,0 +1,273 @@
+"""``PackOptions``: every option of :func:`edgewise.pack`, declared once.
+
+The library keywords, the CLI flags (:func:`add_arguments`), the evaluation conditions
+(:meth:`PackOptions.from_strings`) and the JSON Schema of a request (:meth:`PackOptions.json_schema`)
+are all generated from the fields below: an option is added by adding a field.
+
+>>> opts = PackOptions(budget=500, order="relevance")
+>>> opts.budget, opts.layout
+(500, 'sections')
+>>> PackOptions.from_dict({"budget": 500, "top_k": 3}).to_dict()["top_k"]
+3
+>>> PackOptions(top_k=0)
+Traceback (most recent call last):
+...
+edgewise.errors.InputError: top_k must be > 0, but got 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import check_bool, check_int, check_number, check_str
+from .errors import ConfigError, InputError
+
+# kinds: int (with minimum), number, unit ([0, 1]), positive (> 0), bool, text (a payload; @FILE on the
+# command line), str (an identifier), choice, name (a registry name or an object from Python)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one option is typed, checked, documented and exposed."""
+
+    kind: str
+    help: str
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    short: str | None = None
+    registry: str | None = None  # for kind "name": which registry lists the valid names
+
+
+def _opt(default: Any, kind: str, help: str, **spec: Any) -> Any:
+    return field(default=default, metadata={"spec": Spec(kind, help, **spec)})
+
+
+@dataclass(frozen=True)
+class PackOptions:
+    """How to pack: the budget, the tokenizer, the placement, the layout, scoring and pruning.
+
+    Frozen and validated on construction; :meth:`replace` returns a new validated copy.
+    """
+
+    budget: int | None = _opt(None, "int", "tokens for the whole rendered prompt (default: no limit)", minimum=1, short="-b")
+    tokenizer: Any = _opt("cl100k_base", "name", "tokenizer that counts the budget", short="-t", registry="tokenizers")
+    order: str = _opt("edges", "name", "placement strategy", short="-o", registry="orders")
+    layout: Any = _opt("sections", "name", "prompt layout", short="-l", registry="layouts")
+    scorer: Any = _opt(None, "name", "score chunks that have no score (or all, with rescore)", registry="scorers")
+    rescore: bool = _opt(False, "bool", "score every chunk with the scorer, ignoring given scores")
+    top_k: int | None = _opt(None, "int", "keep at most K chunks", minimum=1)
+    min_score: float | None = _opt(None, "number", "drop chunks scoring below this")
+    word_count_threshold: float | None = _opt(None, "positive", "Haystack's LostInTheMiddleRanker word threshold")
+    min_truncated_tokens: int = _opt(32, "int", "shortest useful truncated chunk", minimum=1)
+    high_importance_k: int = _opt(8, "int", "key facts for Sections A and C (sections layout)", minimum=0)
+    system: str | None = _opt(None, "text", "system instruction")
+    profile: str | None = _opt(None, "text", "user profile / memory layer")
+    instructions: str | None = _opt(None, "text", "task instructions")
+    expected_output: str | None = _opt(None, "text", "expected output note")
+    trim_profile: bool = _opt(False, "bool", "truncate the profile if the fixed layers exceed the budget")
+    key_id: str | None = _opt(None, "str", "the key chunk, for order position:K")
+    query_aware: bool = _opt(False, "bool", "paper layout: ask the question before the documents too")
+    prune: float | None = _opt(None, "unit", "keep only sentences scoring at least this threshold, in [0, 1]")
+    prune_relative: bool = _opt(False, "bool", "the prune threshold is relative to each chunk's best sentence")
+    prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "lexical"))
+    summaries: str = _opt("given", "choice", "auto: extractive summaries for chunks without meta.summary",
+                          choices=("given", "auto"))
+    summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _check(f.name, getattr(self, f.name), f.metadata["spec"])
+
+    # -- conversions ---------------------------------------------------------------------------
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def spec(cls, name: str) -> Spec:
+        return _SPECS[name]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> PackOptions:
+        """Options from a mapping; an unknown key is an error listing the valid ones."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise InputError(f"options must be an object, but got {type(data).__name__}")
+        unknown = sorted(set(data) - set(_SPECS))
+        if unknown:
+            raise ConfigError(f"unknown pack option {unknown[0]!r}; choose from: {', '.join(cls.names())}")
+        return cls(**data)
+
+    @classmethod
+    def from_strings(cls, data: Mapping[str, str]) -> PackOptions:
+        """Options from ``key=value`` text (eval conditions): each value parsed by its option's type."""
+        return cls.from_dict({k: parse_value(k, v) for k, v in data.items()})
+
+    def to_dict(self, *, changed_only: bool = False) -> dict[str, Any]:
+        """JSON-ready: tokenizer/layout/scorer objects given from Python appear by name."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if changed_only and value == f.default:
+                continue
+            out[f.name] = value if value is None or isinstance(value, (str, int, float, bool)) else getattr(value, "name", repr(value))
+        return out
+
+    def replace(self, **changes: Any) -> PackOptions:
+        """A validated copy with ``changes``; an unknown name is an error listing the valid ones."""
+        if not changes:
+            return self
+        unknown = sorted(set(changes) - set(_SPECS))
+        if unknown:
+            raise ConfigError(f"unknown pack option {unknown[0]!r}; choose from: {', '.join(self.names())}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """JSON Schema (draft 2020-12) of the options object."""
+        props = {}
+        for f in dataclasses.fields(cls):
+            spec: Spec = f.metadata["spec"]
+            props[f.name] = {**_schema(spec, f.default), "default": f.default, "description": spec.help}
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "PackOptions",
+                "type": "object", "properties": props, "additionalProperties": False}
+
+
+_SPECS: dict[str, Spec] = {f.name: f.metadata["spec"] for f in dataclasses.fields(PackOptions)}
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(PackOptions)}
+
+
+def _check(name: str, value: Any, spec: Spec) -> None:
+    optional = _DEFAULTS[name] is None
+    if spec.kind == "int":
+        check_int(name, value, minimum=spec.minimum, optional=optional)
+    elif spec.kind == "number":
+        check_number(name, value, optional=optional)
+    elif spec.kind == "positive":
+        check_number(name, value, above=0, optional=optional, what="a number > 0")
+    elif spec.kind == "unit":
+        check_number(name, value, low=0, high=1, optional=optional, what="a threshold in [0, 1]")
+    elif spec.kind == "bool":
+        check_bool(name, value)
+    elif spec.kind in ("text", "str"):
+        check_str(name, value, optional=optional)
+    elif spec.kind == "choice":
+        check_str(name, value, choices=spec.choices)
+    elif spec.kind == "name":
+        if value is None and optional:
+            return
+        if isinstance(value, str):
+            if not value:
+                raise InputError(f"{name} must be a non-empty name, but got ''")
+        elif not hasattr(value, "name"):  # a Tokenizer / Layout / Scorer object from Python
+            raise InputError(f"{name} must be a name or an object with a .name, but got {type(value).__name__}")
+
+
+def _schema(spec: Spec, default: Any) -> dict[str, Any]:
+    base: dict[str, Any]
+    if spec.kind == "int":
+        base = {"type": "integer"} if spec.minimum is None else {"type": "integer", "minimum": spec.minimum}
+    elif spec.kind == "number":
+        base = {"type": "number"}
+    elif spec.kind == "positive":
+        base = {"type": "number", "exclusiveMinimum": 0}
+    elif spec.kind == "unit":
+        base = {"type": "number", "minimum": 0, "maximum": 1}
+    elif spec.kind == "bool":
+        base = {"type": "boolean"}
+    elif spec.kind == "choice":
+        base = {"type": "string", "enum": list(spec.choices)}
+    else:
+        base = {"type": "string"}
+        if spec.kind == "name":
+            base["minLength"] = 1
+    return {"anyOf": [base, {"type": "null"}]} if default is None else base
+
+
+def parse_value(name: str, text: str) -> Any:
+    """One option's value from text, by the option's type (``none`` for an optional one)."""
+    spec = _SPECS.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown pack option {name!r}; choose from: {', '.join(PackOptions.names())}")
+    text = text.strip()
+    if text.lower() in ("none", "null") and _DEFAULTS[name] is None:
+        return None
+    if spec.kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise InputError(f"{name} must be true or false, but got {text!r}")
+        return text.lower() == "true"
+    if spec.kind in ("int", "number", "positive", "unit"):
+        try:
+            return int(text) if spec.kind == "int" else float(text)
+        except ValueError:
+            raise InputError(f"{name} must be {'an integer' if spec.kind == 'int' else 'a number'}, but got {text!r}") from None
+    return text
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+def _names(registry: str) -> str:
+    """The valid names of a registry, for --help (lazy: listing may load plugins)."""
+    if registry == "orders":
+        from .order import order_names as names
+    elif registry == "layouts":
+        from .layout import layout_names as names
+    elif registry == "scorers":
+        from .score import scorer_names as names
+    else:
+        from .tokens import tokenizer_names as names
+    return ", ".join(names())
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = (), defaults: Mapping[str, Any] | None = None) -> None:
+    """Add one flag per option to ``parser``. Unset flags stay absent (defaults live in PackOptions).
+
+    ``defaults`` overrides a default for this command (e.g. ``variants`` uses ``layout="layered"``).
+    """
+    defaults = dict(defaults or {})
+    group = parser.add_argument_group("pack options")
+    for name, spec in _SPECS.items():
+        if name in exclude:
+            continue
+        flag = "--" + name.replace("_", "-")
+        flags = [flag] + ([spec.short] if spec.short else [])
+        default = defaults.get(name, _DEFAULTS[name])
+        help_text = spec.help
+        if spec.kind == "name" and spec.registry:
+            help_text += f"; one of: {_names(spec.registry)}"
+        if spec.kind == "text":
+            help_text += " (or @FILE)"
+        if default not in (None, False):
+            help_text += f" (default {default})"
+        kw: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
+        if spec.kind == "bool":
+            group.add_argument(*flags, action="store_true", **kw)
+            continue
+        if spec.kind == "int":
+            kw["type"] = int
+        elif spec.kind in ("number", "positive", "unit"):
+            kw["type"] = float
+        elif spec.kind == "choice":
+            kw["choices"] = spec.choices
+        if spec.kind == "text":
+            kw["metavar"] = "TEXT|@FILE"
+        group.add_argument(*flags, **kw)
+    parser.set_defaults(_pack_defaults=defaults)
+
+
+def from_args(args: argparse.Namespace, read_text: Any = None) -> PackOptions:
+    """The options given on the command line (``@FILE`` text values read with ``read_text``)."""
+    values = dict(getattr(args, "_pack_defaults", {}) or {})
+    for name, spec in _SPECS.items():
+        if hasattr(args, name):
+            value = getattr(args, name)
+            if spec.kind == "text" and read_text is not None:
+                value = read_text(value, name.replace("_", " "))
+            values[name] = value
+    return PackOptions.from_dict(values)

@@ -1,0 +1,190 @@
+"""``Packer``: a long-lived packer for the request path (servers, batch workers).
+
+It resolves its tokenizer and scorer once and keeps them (with their caches and loaded models);
+``pack(query, chunks)`` then runs the pipeline per request without reloading anything, and is safe
+to call from many threads at once. :func:`edgewise.pack` is a call on a shared default ``Packer``.
+
+>>> packer = Packer(budget=300, layout="paper", tokenizer="words")
+>>> packer.pack("capital of France?", [{"id": "a", "text": "Paris.", "score": 1.0}]).debug_info.order
+['a']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from . import debug
+from .budget import Layers, Meter, reserve, settle
+from .checks import check_str
+from .chunk import Chunk, normalize_indexed
+from .condense import prune_step, summary_step
+from .errors import BudgetError, InputError
+from .layout import Item, Layout, Rendered, get_layout, hooks
+from .options import PackOptions
+from .order import place, resolve, slot_index
+from .score import Scorer, get_scorer
+from .score.rank import rank
+from .select import limit
+from .tokens import Tokenizer, get_tokenizer
+
+SECTION_KEYS = ("A", "B", "C")
+
+
+class Packer:
+    """Holds the options and the loaded tokenizer and scorers; call :meth:`pack` per request."""
+
+    def __init__(self, options: PackOptions | Mapping[str, Any] | None = None, *, preload: bool = True,
+                 **overrides: Any) -> None:
+        self.options = _options(options).replace(**overrides)
+        self._lock = threading.Lock()
+        self._scorers: dict[str, Scorer] = {}
+        if preload:
+            self.preload()
+
+    def preload(self) -> None:
+        """Resolve what the options name now (loading the tokenizer and any scorer model), so a bad
+        name fails at construction, not on the first request."""
+        self.tokenizer(self.options)
+        self.scorer(self.options)
+        self.layout(self.options)
+        resolve(self.options.order)
+
+    def __repr__(self) -> str:
+        return f"Packer({', '.join(f'{k}={v!r}' for k, v in self.options.to_dict(changed_only=True).items())})"
+
+    # -- resources, resolved once ---------------------------------------------------------------
+
+    def tokenizer(self, opts: PackOptions) -> Tokenizer:
+        return get_tokenizer(opts.tokenizer)  # loaded tokenizers are shared process-wide
+
+    def layout(self, opts: PackOptions) -> Layout:
+        return get_layout(opts.layout)  # cheap; file-backed layouts cache their parsed file
+
+    def scorer(self, opts: PackOptions) -> Scorer | None:
+        spec = opts.scorer
+        if spec in (None, "given"):
+            return None
+        if not isinstance(spec, str):
+            return spec
+        with self._lock:
+            found = self._scorers.get(spec)
+        if found is None:
+            found = get_scorer(spec)  # may load a model: outside the lock
+            with self._lock:
+                found = self._scorers.setdefault(spec, found)
+        return found
+
+    # -- the pipeline ---------------------------------------------------------------------------
+
+    def pack(
+        self, query: str, chunks: Iterable[Chunk | Mapping[str, Any] | str],
+        options: PackOptions | Mapping[str, Any] | None = None, **overrides: Any,
+    ) -> Any:
+        """Pack ``chunks`` for ``query``: score → prune → select → place → render → debug.
+
+        ``options`` replaces the packer's options for this call; ``overrides`` change single ones.
+        """
+        return self._pack(query, chunks, (self.options if options is None else _options(options)).replace(**overrides))
+
+    def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Any:
+        from .pack import Packed
+
+        check_str("query", query)
+        tok, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
+        resolve(opts.order)  # an unknown order fails before any work
+        unique, input_index, merged = normalize_indexed(chunks)
+        key_id, position_test = opts.key_id, opts.order.startswith("position:")
+        if key_id is not None and key_id not in input_index:
+            raise InputError(f"key_id must name one of the chunks, but got {key_id!r}")
+        if position_test and key_id is not None:
+            slot_index(opts.order.partition(":")[2], len(unique))  # K counts the input chunks
+
+        # score, then limit
+        ranked, ranked_by = rank(query, unique, scorer, rescore=opts.rescore)
+        if key_id is not None and position_test:  # the subject of a position test goes in first, whatever its score
+            ranked.sort(key=lambda c: c.id != key_id)
+        kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
+                              word_count_threshold=opts.word_count_threshold)
+        rank_of = {c.id: r for r, c in enumerate(ranked)}
+        score_of = {c.id: c.score for c in ranked}
+        if key_id is not None and position_test and key_id not in {c.id for c in kept}:
+            why = next(w for c, w in dropped if c.id == key_id)
+            raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")
+
+        # prune, summarise
+        key_facts = hooks.key_facts(lay, opts.high_importance_k)
+        pruned: list[dict[str, Any]] = []
+        if opts.prune is not None:
+            kept, pruned = prune_step(query, kept, opts.prune, relative=opts.prune_relative, scorer=opts.prune_scorer)
+        if opts.summaries == "auto":
+            kept = summary_step(query, kept, skip=key_facts or 0, max_tokens=opts.summary_tokens, tok=tok,
+                                scorer=opts.prune_scorer)
+
+        # select under the budget, place, render
+        layers = Layers(query, opts.system, opts.profile, opts.instructions, opts.expected_output,
+                        opts.high_importance_k, opts.query_aware)
+        meter = Meter(tok)
+        layers, fixed = reserve(layers, lay, meter, opts.budget, opts.trim_profile)
+        n_input = len(unique)
+
+        def render(items: list[Item], reminders: tuple[Item, ...]) -> Rendered:
+            by_rank = sorted(items, key=lambda it: it.rank)
+            key = next((r for r, it in enumerate(by_rank) if it.id == key_id), None)
+            if position_test and key_id is not None:
+                _check_position(opts, key, len(by_rank), n_input)
+                if key_section == "B":  # not a key fact: the layout puts it with the extended context
+                    by_rank[key] = replace(by_rank[key], rank=len(ranked))
+            placed = place(opts.order, len(by_rank), key=key,
+                           input_order=sorted(range(len(by_rank)), key=lambda r: input_index[by_rank[r].id]))
+            return lay.render(layers.input(tuple(by_rank[r] for r in placed), reminders))
+
+        settled = settle(kept, rank_of=rank_of, head_n=len(kept) if key_facts is None else key_facts,
+                         budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter, render=render,
+                         min_truncated_tokens=opts.min_truncated_tokens)
+        rendered = settled.rendered
+        info = debug.build(
+            rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, merged=merged,
+            input_index=input_index, rank_of=rank_of, score_of=score_of,
+            cost=lambda it: tok.count(lay.block(it) + "\n"),
+            prompt_tokens=meter.prompt_tokens(rendered), message_tokens=meter.message_tokens(rendered),
+            cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
+            tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranked_by,
+            passes=settled.passes, pruned=pruned,
+        )
+        return Packed(rendered.prompt, rendered, info)
+
+
+def _options(options: PackOptions | Mapping[str, Any] | None) -> PackOptions:
+    if options is None:
+        return PackOptions()
+    if isinstance(options, PackOptions):
+        return options
+    return PackOptions.from_dict(options)
+
+
+def _check_position(opts: PackOptions, key: int | None, n: int, n_input: int) -> None:
+    """The key chunk of a position test must be in the prompt, at a slot that exists."""
+    if key is None:
+        raise BudgetError(f"order {opts.order!r} needs the key chunk {opts.key_id!r} in the prompt, but it did not fit "
+                          f"in budget {opts.budget}; raise the budget")
+    arg = opts.order.partition(":")[2]
+    if arg.lstrip("-").isdigit() and int(arg) >= n:
+        raise BudgetError(f"order {opts.order!r} puts the key chunk at index {arg} (counted over the {n_input} input "
+                          f"chunks), but only {n} of them fit in budget {opts.budget}; raise the budget or lower K")
+
+
+_DEFAULT: Packer | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_packer() -> Packer:
+    """The shared ``Packer`` behind :func:`edgewise.pack` (default options, scorers kept across calls)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = Packer(preload=False)
+    return _DEFAULT
