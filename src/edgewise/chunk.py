@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -177,31 +178,193 @@ def normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged]]:
     return [chunk for _, chunk in kept], merged
 
 
-def loads(text: str, source: str = "<input>") -> list[Any]:
-    """Parse a JSON array or JSON Lines text into raw items (dicts or strings).
+def normalize_indexed(items: Iterable[Any]) -> tuple[list[Chunk], dict[str, int], list[Merged]]:
+    """:func:`normalize`, plus each surviving chunk's position in the caller's input.
 
-    Errors name the source and the line: ``chunks.jsonl line 3: invalid JSON (...)``.
-
-    >>> loads('{"text": "a"}\\n"b"\\n')
-    [{'text': 'a'}, 'b']
+    >>> chunks, index, merged = normalize_indexed([{"id": "a", "text": "x"}, {"id": "a", "text": "y", "score": 1}])
+    >>> index, [m.index for m in merged]
+    ({'a': 1}, [0])
     """
-    stripped = text.lstrip()
-    if not stripped:
+    chunks, merged = normalize(items)
+    taken = {m.index for m in merged} | {m.kept_index for m in merged}
+    winners = {m.id: m.kept_index for m in merged}
+    index: dict[str, int] = {}
+    position = 0
+    for chunk in chunks:  # chunks without duplicates fill the other input positions, in order
+        if chunk.id in winners:
+            index[chunk.id] = winners[chunk.id]
+            continue
+        while position in taken:
+            position += 1
+        index[chunk.id] = position
+        position += 1
+    return chunks, index, merged
+
+
+def loads(text: str, source: str = "<input>") -> list[Any]:
+    r"""Parse a JSON array or JSON Lines text into raw items (dicts or strings).
+
+    JSON Lines are split on ``\n`` only (a raw U+2028 inside a string is text, as JSON says) and may
+    end in ``\r\n``; a leading BOM is ignored; blank lines are skipped. Every item must be an object
+    or a string, every number finite, every string valid Unicode, and nothing nested more than
+    ``MAX_DEPTH`` levels deep. Errors name the source, the line and the chunk.
+
+    >>> loads('{"text": "a"}\r\n"b\u2028c"\n')
+    [{'text': 'a'}, 'b\u2028c']
+    >>> loads('{"text": "a", "score": 1e999}', "chunks.jsonl")
+    Traceback (most recent call last):
+    ...
+    edgewise.errors.InputError: chunks.jsonl line 1 (chunk #0): score must be a finite number (within ±1.8e308), but got 1e999
+    """
+    text = text.removeprefix("\ufeff")
+    if not text.strip(" \t\r\n"):
         return []
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source} line {exc.lineno}: invalid JSON ({exc.msg})") from None
-        if not isinstance(data, list):
-            raise InputError(f"{source} must hold a JSON array or JSON Lines, but got {type(data).__name__}")
+    if text.lstrip(" \t\r\n").startswith("["):
+        data = _parse_json(text, source, None)
+        suspect = _SUSPECT.search(text) is not None
+        for index, item in enumerate(data):
+            _check_item(item, f"{source} chunk #{index}", suspect)
         return data
     items = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip(" \t\r"):
             continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source} line {lineno}: invalid JSON ({exc.msg})") from None
+        item = _parse_json(line, source, lineno)
+        _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", _SUSPECT.search(line) is not None)
+        items.append(item)
     return items
+
+
+MAX_DEPTH = 50  # levels of objects and arrays inside one chunk; real metadata needs a handful
+_FLOAT_LIMIT = "within ±1.8e308"
+# Text that may hold a lone surrogate (escaped or raw) or a number that is no finite float. Where
+# this finds nothing (nearly always), items are only checked for depth, which is fast.
+_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]|NaN|Infinity|(?<![0-9])[0-9]{300}|[eE][+-]?[0-9]{3}")
+
+
+class _BadNumber:
+    """A JSON number that is no finite float (NaN, Infinity, 1e999, 400 digits): refused with its field."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+    def shown(self) -> str:
+        lit = self.literal
+        return lit if len(lit) <= 24 else f"{lit[:12]}... ({len(lit.lstrip('-'))} digits)"
+
+
+def _json_int(literal: str) -> int | _BadNumber:
+    if len(literal) > 400:  # beyond any float, and int() of 4,300+ digits is refused by Python
+        return _BadNumber(literal)
+    value = int(literal)
+    try:
+        float(value)
+    except OverflowError:
+        return _BadNumber(literal)
+    return value
+
+
+def _json_float(literal: str) -> float | _BadNumber:
+    value = float(literal)
+    return value if math.isfinite(value) else _BadNumber(literal)
+
+
+def _parse_json(text: str, source: str, lineno: int | None) -> Any:
+    where = source if lineno is None else f"{source} line {lineno}"
+    try:
+        return json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_BadNumber)
+    except json.JSONDecodeError as exc:
+        at = f"{source} line {exc.lineno}" if lineno is None else where
+        raise InputError(f"{at}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(
+            f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but it is nested too deep to parse"
+        ) from None
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is named in an error: ``a number (5)``, ``an array``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({str(value)[:24]})"
+    if isinstance(value, _BadNumber):
+        return f"a number ({value.shown()})"
+    return "an array" if isinstance(value, list) else type(value).__name__
+
+
+def _field(path: str, key: Any) -> str:
+    """``meta.source``, ``meta.tags[2]``, ``meta["odd key"]``: a field path that stays on one line."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key[:40])}]"
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Where ``text`` holds a lone surrogate (a ``\\ud800`` escape with no pair), which no UTF-8 can write."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _check_item(item: Any, where: str, suspect: bool) -> None:
+    """Refuse an item that is no chunk, nests too deep, or (if ``suspect``) holds a bad number or string."""
+    if not isinstance(item, (dict, str)):
+        raise InputError(f"{where}: a chunk must be a JSON object or a string, but got {_kind(item)}")
+    if suspect or _too_deep(item):
+        _explain(item, where)
+
+
+def _too_deep(item: Any) -> bool:
+    stack = [(item, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth == MAX_DEPTH:
+            return True
+        for child in value.values() if type(value) is dict else value if type(value) is list else ():
+            if type(child) is dict or type(child) is list:
+                stack.append((child, depth + 1))
+    return False
+
+
+def _explain(item: Any, where: str) -> None:
+    """Walk ``item`` naming each field, and raise for the first bad one in document order."""
+    stack: list[tuple[Any, str, int]] = [(item, "" if isinstance(item, dict) else "text", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            at = _surrogate_at(value)
+            if at is not None:
+                raise InputError(
+                    f"{where}: {path} must be valid Unicode, but character {at + 1} is a lone surrogate "
+                    f"U+{ord(value[at]):04X}"
+                )
+        elif isinstance(value, _BadNumber):
+            rule = "a finite number" if value.literal.lstrip("-")[:1].isalpha() else f"a finite number ({_FLOAT_LIMIT})"
+            raise InputError(f"{where}: {path} must be {rule}, but got {value.shown()}")
+        elif isinstance(value, (dict, list)):
+            if depth == MAX_DEPTH:
+                shown = path if len(path) <= 60 else path[:60] + "..."
+                raise InputError(f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but {shown} is deeper")
+            if isinstance(value, dict):
+                for key in value:
+                    at = _surrogate_at(key)
+                    if at is not None:
+                        raise InputError(
+                            f"{where}: the key {json.dumps(key[:40])} in {path or 'the chunk'} must be valid "
+                            f"Unicode, but character {at + 1} is a lone surrogate U+{ord(key[at]):04X}"
+                        )
+                entries = list(value.items())
+            else:
+                entries = list(enumerate(value))
+            stack.extend((child, _field(path, key), depth + 1) for key, child in reversed(entries))
