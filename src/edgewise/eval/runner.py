@@ -27,7 +27,6 @@ moment resumes with nothing lost and nothing duplicated.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import threading
 import time
@@ -36,7 +35,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, EdgewiseError, InputError
+from ..options import PackOptions
 from .backends import Backend
 from .metrics import get_metric
 from .store import Store, result_key
@@ -94,6 +94,10 @@ def parse_condition(spec: str) -> Condition:
         if not eq or not k.strip():
             raise ConfigError(f"condition options must be key=value, but got {part!r} in {spec!r}")
         options[k.strip().replace("-", "_")] = _value(v.strip())
+    try:  # the options are pack()'s: unknown names and bad values fail here, before any prompt is built
+        PackOptions.from_strings({k: str(v) for k, v in options.items()})
+    except EdgewiseError as exc:
+        raise ConfigError(f"condition {spec!r}: {exc}") from None
     if "key_id" in options or str(options.get("order", "")).startswith("position"):
         raise ConfigError(f"an edgewise condition must not be told the key chunk, but got {spec!r}; use 'baseline'")
     if "scorer" in options and options.get("rescore") is not True:
@@ -132,14 +136,12 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
     if condition.baseline:
         packed = pack(example.question, chunks, order=f"position:{slot}", key_id=example.key_id, layout=task.layout)
     else:
-        opts = {"layout": task.layout, **condition.options}
-        # prune_scorer picks the sentence scorer, which pack(prune=) leaves on "auto": prune here then
-        if "prune" in opts and ("prune_scorer" in opts or "prune" not in inspect.signature(pack).parameters):
-            chunks = _pruned(example.question, chunks, opts.pop("prune"), opts.pop("prune_scorer", "auto"))
-        try:
-            packed = pack(example.question, chunks, **opts)
-        except TypeError as exc:
-            raise ConfigError(f"condition {condition.name!r} has an option pack() does not take: {exc}") from None
+        opts = PackOptions.from_strings({"layout": task.layout, **{k: str(v) for k, v in condition.options.items()}})
+        if opts.prune is not None and "prune_scorer" in condition.options:
+            # as recorded in the committed runs: sentence-prune before ranking, so re-scoring reads the pruned text
+            chunks = _pruned(example.question, chunks, opts.prune, opts.prune_scorer)
+            opts = opts.replace(prune=None)
+        packed = pack(example.question, chunks, opts)
     order = packed.debug_info.order
     where = order.index(example.key_id) if example.key_id in order else None
     return Prompt(packed.prompt, where, len(order), packed.debug_info.prompt_tokens)
