@@ -16,49 +16,16 @@ own module and :class:`edgewise.packer.Packer` wires them. ``pack()`` is a call 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .chunk import Chunk
 from .debug import DebugInfo
 from .errors import ConfigError, InputError
-from .layout import Rendered
 from .options import PackOptions
-from .packer import default_packer
+from .packer import Packed, default_packer
 
 FORMATS = ("text", "json", "openai", "anthropic")
 __all__ = ["DebugInfo", "FORMATS", "Packed", "pack", "variants"]
-
-
-@dataclass
-class Packed:
-    """The result of :func:`pack`: the prompt, its chat messages and the debug info.
-
-    Unpacks as ``prompt, debug_info = pack(...)``.
-    """
-
-    prompt: str
-    rendered: Rendered = field(repr=False)
-    debug_info: DebugInfo
-
-    def __iter__(self):  # noqa: ANN204
-        return iter((self.prompt, self.debug_info))
-
-    def messages(self, format: str = "openai") -> Any:
-        """Chat messages: ``openai`` → a list of role/content dicts; ``anthropic`` → ``{system, messages}``."""
-        system, user = self.rendered.system, self.rendered.user
-        if format == "openai":
-            head = [{"role": "system", "content": system}] if system else []
-            return [*head, {"role": "user", "content": user}]
-        if format == "anthropic":
-            out: dict[str, Any] = {"messages": [{"role": "user", "content": user}]}
-            if system:
-                out = {"system": system, **out}
-            return out
-        raise ConfigError(f"unknown message format {format!r}; choose one of: openai, anthropic")
-
-    def to_dict(self, messages_format: str = "openai") -> dict[str, Any]:
-        return {"prompt": self.prompt, "messages": self.messages(messages_format), "debug_info": self.debug_info.to_dict()}
 
 
 def pack(

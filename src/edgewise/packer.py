@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import debug
@@ -21,7 +21,8 @@ from .budget import Layers, Meter, reserve, settle
 from .checks import check_str
 from .chunk import Chunk, normalize_indexed
 from .condense import prune_step, summary_step
-from .errors import BudgetError, InputError
+from .debug import DebugInfo
+from .errors import BudgetError, ConfigError, InputError
 from .layout import Item, Layout, Rendered, get_layout, hooks
 from .options import PackOptions
 from .order import place, resolve, slot_index
@@ -30,7 +31,37 @@ from .score.rank import rank
 from .select import limit
 from .tokens import Tokenizer, get_tokenizer
 
-SECTION_KEYS = ("A", "B", "C")
+
+@dataclass
+class Packed:
+    """The result of :func:`pack`: the prompt, its chat messages and the debug info.
+
+    Unpacks as ``prompt, debug_info = pack(...)``.
+    """
+
+    prompt: str
+    rendered: Rendered = field(repr=False)
+    debug_info: DebugInfo
+
+    def __iter__(self):  # noqa: ANN204
+        return iter((self.prompt, self.debug_info))
+
+    def messages(self, format: str = "openai") -> Any:
+        """Chat messages: ``openai`` → a list of role/content dicts; ``anthropic`` → ``{system, messages}``."""
+        system, user = self.rendered.system, self.rendered.user
+        if format == "openai":
+            head = [{"role": "system", "content": system}] if system else []
+            return [*head, {"role": "user", "content": user}]
+        if format == "anthropic":
+            out: dict[str, Any] = {"messages": [{"role": "user", "content": user}]}
+            if system:
+                out = {"system": system, **out}
+            return out
+        raise ConfigError(f"unknown message format {format!r}; choose one of: openai, anthropic")
+
+    def to_dict(self, messages_format: str = "openai") -> dict[str, Any]:
+        return {"prompt": self.prompt, "messages": self.messages(messages_format), "debug_info": self.debug_info.to_dict()}
+
 
 
 class Packer:
@@ -90,8 +121,6 @@ class Packer:
         return self._pack(query, chunks, (self.options if options is None else _options(options)).replace(**overrides))
 
     def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Any:
-        from .pack import Packed
-
         check_str("query", query)
         tok, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
         resolve(opts.order)  # an unknown order fails before any work
