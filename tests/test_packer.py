@@ -1,0 +1,168 @@
+"""PackOptions, Packer, the fixed debug schema, position tests and section variants."""
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import edgewise
+from edgewise import BudgetError, ConfigError, InputError, PackOptions, Packer, pack, variants
+from edgewise.debug import CHUNK_KEYS
+
+CHUNKS = [
+    {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
+    {"id": "b", "text": "Lyon is known for its food.", "score": 0.2},
+    {"id": "c", "text": "France is in Europe.", "score": 0.5},
+]
+
+
+def test_options_round_trip_and_defaults():
+    opts = PackOptions(budget=500, order="relevance", prune=0.3)
+    assert PackOptions.from_dict(opts.to_dict()) == opts
+    assert opts.to_dict(changed_only=True) == {"budget": 500, "order": "relevance", "prune": 0.3}
+    assert PackOptions.from_dict(None) == PackOptions()
+    assert opts.replace(budget=600).budget == 600 and opts.budget == 500
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        ({"colour": "blue"}, ConfigError, "unknown pack option 'colour'; choose from: budget, tokenizer, order"),
+        ({"budget": True}, InputError, "budget must be an integer > 0, but got True"),
+        ({"budget": 1.5}, InputError, "budget must be an integer > 0, but got 1.5"),
+        ({"high_importance_k": -1}, InputError, "high_importance_k must be >= 0, but got -1"),
+        ({"min_score": float("nan")}, InputError, "min_score must be a finite number, but got nan"),
+        ({"min_score": 10**400}, InputError, "min_score must be a finite number, but got 1000"),
+        ({"prune": 2}, InputError, "prune must be a threshold in [0, 1], but got 2"),
+        ({"word_count_threshold": 0}, InputError, "word_count_threshold must be > 0, but got 0"),
+        ({"summaries": "llm"}, InputError, "summaries must be 'given' or 'auto', but got 'llm'"),
+        ({"prune_scorer": "x"}, InputError, "prune_scorer must be one of auto, dense, lexical, but got 'x'"),
+        ({"rescore": "yes"}, InputError, "rescore must be true or false, but got 'yes'"),
+        ({"system": 3}, InputError, "system must be a string, but got int"),
+        ({"order": ""}, InputError, "order must be a non-empty name, but got ''"),
+    ],
+)
+def test_bad_options_name_the_rule_and_the_value(data, error, message):
+    with pytest.raises(error) as exc:
+        PackOptions.from_dict(data)
+    assert str(exc.value).startswith(message)
+
+
+def test_word_count_threshold_takes_a_float_as_haystack_does():
+    out = pack("q", ["one two three", "four five", "six"], word_count_threshold=4.5, tokenizer="words")
+    assert out.debug_info.placed == ["chunk-0", "chunk-1"]
+    assert out.debug_info.dropped[0]["reason"] == "word_count_threshold=4.5 reached by the chunk ranked 2"
+
+
+def test_json_schema_describes_every_option():
+    schema = PackOptions.json_schema()
+    assert schema["additionalProperties"] is False
+    assert list(schema["properties"]) == PackOptions.names()
+    assert schema["properties"]["budget"]["anyOf"] == [{"type": "integer", "minimum": 1}, {"type": "null"}]
+    assert schema["properties"]["summaries"] == {
+        "type": "string", "enum": ["given", "auto"], "default": "given",
+        "description": "auto: extractive summaries for chunks without meta.summary",
+    }
+
+
+def test_pack_takes_options_object_dict_and_keywords_alike():
+    by_kw = pack("capital?", CHUNKS, budget=300, layout="paper")
+    by_obj = pack("capital?", CHUNKS, PackOptions(budget=300, layout="paper"))
+    by_dict = pack("capital?", CHUNKS, {"budget": 300, "layout": "paper"})
+    mixed = pack("capital?", CHUNKS, PackOptions(budget=10_000, layout="paper"), budget=300)
+    assert by_kw.prompt == by_obj.prompt == by_dict.prompt == mixed.prompt
+    assert by_kw.debug_info.to_dict() == by_obj.debug_info.to_dict()
+
+
+def test_packer_holds_options_and_resolves_names_at_construction():
+    packer = Packer(budget=300, layout="paper")
+    assert packer.pack("capital?", CHUNKS).prompt == pack("capital?", CHUNKS, budget=300, layout="paper").prompt
+    assert packer.pack("capital?", CHUNKS, order="relevance").debug_info.order == ["a", "c", "b"]
+    assert packer.options.order == "edges"  # a per-call override does not stick
+    with pytest.raises(ConfigError, match="unknown order 'sideways'"):
+        Packer(order="sideways")
+    with pytest.raises(ConfigError, match="unknown tokenizer 'gpt9'"):
+        Packer(tokenizer="gpt9")
+    assert repr(packer) == "Packer(budget=300, layout='paper')"
+
+
+def test_packer_keeps_its_scorer_across_calls():
+    packer = Packer(scorer="bm25", rescore=True)
+    first = packer.scorer(packer.options)
+    packer.pack("capital of france", CHUNKS)
+    assert packer.scorer(packer.options) is first
+
+
+def test_packer_is_safe_from_many_threads():
+    packer = Packer(budget=200, scorer="bm25", rescore=True)
+    texts = [[{"id": f"{t}-{i}", "text": f"passage {t} {i} " * (i + 3)} for i in range(12)] for t in range(16)]
+    expected = [packer.pack(f"passage {t}", texts[t]).prompt for t in range(16)]
+    got: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def work(t):
+        try:
+            got[t] = [packer.pack(f"passage {t}", texts[t]).prompt for _ in range(20)]
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert {t: set(v) for t, v in got.items()} == {t: {expected[t]} for t in range(16)}
+
+
+def test_debug_records_have_one_schema_and_true_input_indexes():
+    chunks = [{"id": "x", "text": "first", "score": 0.1}, {"id": "y", "text": "y" * 4000, "score": 0.5},
+              {"id": "x", "text": "second x", "score": 0.9}, {"text": "plain", "score": 0.3}]
+    info = pack("q", chunks, budget=350, min_truncated_tokens=500).debug_info
+    assert [tuple(r) for r in info.chunks] == [CHUNK_KEYS] * 4
+    assert [(r["id"], r["input_index"], r["outcome"], r["merged_into"]) for r in info.chunks] == [
+        ("x", 0, "dropped", 2), ("y", 1, "dropped", None), ("x", 2, "placed", None), ("chunk-3", 3, "placed", None)]
+    assert info.dropped == [
+        {"id": "x", "input_index": 0, "reason": "duplicate id: merged into input #2, which has the higher score"},
+        {"id": "y", "input_index": 1, "reason": info.chunks[1]["reason"]},
+    ]
+    assert info.chunks[1]["reason"].startswith("does not fit: needs")
+
+
+def test_position_errors_name_the_real_cause():
+    chunks = [{"id": f"d{i}", "text": f"document {i} " * 40} for i in range(6)]
+    with pytest.raises(InputError, match=r"position must be in 0\.\.5 for 6 chunks, but got 9"):
+        pack("q", chunks, order="position:9", key_id="d2")
+    with pytest.raises(BudgetError, match=r"puts the key chunk at index 4 \(counted over the 6 input chunks\), "
+                                          r"but only 3 of them fit in budget 420; raise the budget or lower K"):
+        pack("q", chunks, order="position:4", key_id="d2", budget=420, layout="paper")
+    with pytest.raises(InputError, match="needs the key chunk 'd2' in the prompt, but it was dropped: score"):
+        pack("q", [{**c, "score": 1.0 if c["id"] != "d2" else 0.0} for c in chunks], order="position:1", key_id="d2",
+             min_score=0.5)
+
+
+def test_variants_put_the_key_chunk_in_each_section():
+    chunks = [{"id": f"d{i}", "text": f"document {i}", "score": 1 - i / 10} for i in range(8)]
+    out = variants("q", chunks, "d5", ["A", "B", "C"], layout="sections", high_importance_k=4)
+    a, b, c = (out[k].debug_info for k in "ABC")
+    assert (a.section_A_ids[0], "d5" in a.section_B_ids + a.section_C_ids) == ("d5", False)
+    assert "d5" in b.section_B_ids and "d5" not in b.section_A_ids + b.section_C_ids
+    assert (c.section_C_ids[-1], "d5" in c.section_A_ids + c.section_B_ids) == ("d5", False)
+    assert len(b.section_A_ids) + len(b.section_C_ids) > 0  # the edges still hold key facts
+    with pytest.raises(ConfigError, match="position 'B' names a section, but layout 'paper' has none"):
+        variants("q", chunks, "d5", ["B"], layout="paper")
+
+
+def test_cli_flags_come_from_the_options(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps(CHUNKS), encoding="utf-8")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "edgewise", *a], capture_output=True, text=True)  # noqa: E731
+    out = run("pack", "-q", "capital?", "-c", str(f), "--prune-scorer", "lexical", "--prune", "0.2", "-f", "json",
+              "--word-count-threshold", "8.5")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["debug_info"]["placed"] == ["a", "c"]
+    bad = run("pack", "-q", "q", "-c", str(f), "--summaries", "llm")
+    assert bad.returncode == 2 and "invalid choice: 'llm'" in bad.stderr
+    assert run("--version").stdout.strip() == f"edgewise {edgewise.__version__}"
