@@ -74,7 +74,7 @@ def test_variants_and_list(capsys, chunks_file):
         (["--tokenizer", "gpt9"], None, "edgewise: error: unknown tokenizer 'gpt9'"),
         ([], '[{"text": "a"},\n {"text": ', "edgewise: error: chunks.json line 2: invalid JSON"),
         ([], '{"text": "a"}\n{"text": 5}\n', "edgewise: error: chunk #1: text must be a string, but got int"),
-        ([], '{"text": "a", "score": NaN}\n', "edgewise: error: chunk 'chunk-0' (#0): score must be finite, but got nan"),
+        ([], '{"text": "a", "score": NaN}\n', "edgewise: error: chunks.json line 1 (chunk #0): score must be a finite number, but got NaN"),
         ([], '{"text": "a"}\nnot json\n', "edgewise: error: chunks.json line 2: invalid JSON"),
         (["--order", "calibrated:missing.json"], None, "edgewise: error: profile file 'missing.json' could not be read"),
     ],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,27 +218,26 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
     text = text.removeprefix("\ufeff")
     if not text.strip(" \t\r\n"):
         return []
+    parser = _Parser(source)
     if text.lstrip(" \t\r\n").startswith("["):
-        data = _parse_json(text, source, None)
-        suspect = _SUSPECT.search(text) is not None
+        data, suspect = parser.parse(text, None)
+        deep = text.count("[") + text.count("{") > MAX_DEPTH
         for index, item in enumerate(data):
-            _check_item(item, f"{source} chunk #{index}", suspect)
+            _check_item(item, f"{source} chunk #{index}", suspect, deep)
         return data
     items = []
     for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip(" \t\r"):
             continue
-        item = _parse_json(line, source, lineno)
-        _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", _SUSPECT.search(line) is not None)
+        item, suspect = parser.parse(line, lineno)
+        deep = line.count("[") + line.count("{") > MAX_DEPTH
+        _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", suspect, deep)
         items.append(item)
     return items
 
 
 MAX_DEPTH = 50  # levels of objects and arrays inside one chunk; real metadata needs a handful
 _FLOAT_LIMIT = "within ±1.8e308"
-# Text that may hold a lone surrogate (escaped or raw) or a number that is no finite float. Where
-# this finds nothing (nearly always), items are only checked for depth, which is fast.
-_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]|NaN|Infinity|(?<![0-9])[0-9]{300}|[eE][+-]?[0-9]{3}")
 
 
 class _BadNumber:
@@ -255,33 +253,48 @@ class _BadNumber:
         return lit if len(lit) <= 24 else f"{lit[:12]}... ({len(lit.lstrip('-'))} digits)"
 
 
-def _json_int(literal: str) -> int | _BadNumber:
-    if len(literal) > 400:  # beyond any float, and int() of 4,300+ digits is refused by Python
+class _Parser:
+    """Parse JSON texts of one source; a number no float holds becomes a ``_BadNumber`` to report."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.bad = False  # whether the last text parsed held a _BadNumber
+        self.decoder = json.JSONDecoder(parse_int=self.integer, parse_float=self.real, parse_constant=self.constant)
+
+    def integer(self, literal: str) -> int | _BadNumber:
+        if len(literal) <= 400:  # longer is beyond any float (and int() refuses 4,300+ digits)
+            value = int(literal)
+            try:
+                float(value)
+                return value
+            except OverflowError:
+                pass
+        return self.constant(literal)
+
+    def real(self, literal: str) -> float | _BadNumber:
+        value = float(literal)
+        return value if math.isfinite(value) else self.constant(literal)
+
+    def constant(self, literal: str) -> _BadNumber:  # also NaN, Infinity, -Infinity: not JSON
+        self.bad = True
         return _BadNumber(literal)
-    value = int(literal)
-    try:
-        float(value)
-    except OverflowError:
-        return _BadNumber(literal)
-    return value
 
-
-def _json_float(literal: str) -> float | _BadNumber:
-    value = float(literal)
-    return value if math.isfinite(value) else _BadNumber(literal)
-
-
-def _parse_json(text: str, source: str, lineno: int | None) -> Any:
-    where = source if lineno is None else f"{source} line {lineno}"
-    try:
-        return json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_BadNumber)
-    except json.JSONDecodeError as exc:
-        at = f"{source} line {exc.lineno}" if lineno is None else where
-        raise InputError(f"{at}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise InputError(
-            f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but it is nested too deep to parse"
-        ) from None
+    def parse(self, text: str, lineno: int | None) -> tuple[Any, bool]:
+        """The value of ``text`` (line ``lineno`` of the source, or all of it), and whether it may hold a
+        bad number or a lone surrogate (rarely: then it is walked field by field)."""
+        where = self.source if lineno is None else f"{self.source} line {lineno}"
+        self.bad = False
+        try:
+            data = self.decoder.decode(text)
+        except json.JSONDecodeError as exc:
+            at = f"{self.source} line {exc.lineno}" if lineno is None else where
+            raise InputError(f"{at}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise InputError(
+                f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but it is nested too deep to parse"
+            ) from None
+        # A lone surrogate comes from a "\\ud800"-style escape, or was in the text already.
+        return data, self.bad or "\\ud" in text or "\\uD" in text or _surrogate_at(text) is not None
 
 
 def _kind(value: Any) -> str:
@@ -317,24 +330,26 @@ def _surrogate_at(text: str) -> int | None:
     return None
 
 
-def _check_item(item: Any, where: str, suspect: bool) -> None:
-    """Refuse an item that is no chunk, nests too deep, or (if ``suspect``) holds a bad number or string."""
+def _check_item(item: Any, where: str, suspect: bool, deep: bool) -> None:
+    """Refuse an item that is no chunk, nests too deep (if ``deep``: its text has that many brackets),
+    or holds a bad number or string (if ``suspect``)."""
     if not isinstance(item, (dict, str)):
         raise InputError(f"{where}: a chunk must be a JSON object or a string, but got {_kind(item)}")
-    if suspect or _too_deep(item):
+    if suspect or (deep and _too_deep(item)):
         _explain(item, where)
 
 
 def _too_deep(item: Any) -> bool:
-    stack = [(item, 0)]
-    while stack:
-        value, depth = stack.pop()
+    level, depth = [item], 0  # breadth first, one level at a time: a chunk has few levels
+    while level:
         if depth == MAX_DEPTH:
             return True
-        for child in value.values() if type(value) is dict else value if type(value) is list else ():
-            if type(child) is dict or type(child) is list:
-                stack.append((child, depth + 1))
+        level = [c for v in level for c in (v.values() if type(v) is dict else v) if type(c) in _CONTAINERS]
+        depth += 1
     return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def _explain(item: Any, where: str) -> None:

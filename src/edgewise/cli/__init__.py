@@ -36,14 +36,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: object) -> str:
+    return " ".join(str(text).splitlines())
+
+
+def _warn(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings (a plugin that failed to load, a small distractor pool) as one line on stderr."""
+    print(f"edgewise: warning: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _warn
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         args.func(args)
     except (EdgewiseError, ImportError) as exc:  # ImportError: a missing extra, with its pip command
-        print(f"edgewise: error: {exc}", file=sys.stderr)
+        print(f"edgewise: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except (RecursionError, MemoryError):  # a backstop: inputs are checked for depth and size as they are read
+        print("edgewise: error: the input is too deeply nested or too large to process", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("edgewise: stopped" + (f"; {args.on_interrupt}" if getattr(args, "on_interrupt", None) else ""),
+              file=sys.stderr)
+        return 130
     except BrokenPipeError:  # e.g. `edgewise pack ... | head`
         return 0
     return 0

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from .io import write_out
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -52,7 +53,7 @@ def cmd_run(a: argparse.Namespace) -> None:
         backend = get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
                               concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
     summary = run(task, conditions, backend, a.out, progress=not a.quiet)
-    print(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
+    write_out(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
                       "done_now": summary.done, "seconds": round(summary.seconds, 1)}))
 
 
@@ -60,7 +61,7 @@ def cmd_report(a: argparse.Namespace) -> None:
     from ..eval.report import report
 
     out = report(a.run, a.out, charts=not a.no_charts)
-    print(out["markdown"])
+    write_out(out["markdown"])
     print("wrote: " + ", ".join(out["paths"].values()), file=sys.stderr)
 
 
@@ -69,7 +70,7 @@ def cmd_calibrate(a: argparse.Namespace) -> None:
 
     prof = calibrate(a.run, a.output if a.output != "-" else None, condition=a.condition, points=a.points)
     if a.output == "-":
-        print(json.dumps(prof, indent=2))
+        write_out(json.dumps(prof, indent=2))
     else:
         print(f"wrote {a.output}: accuracy {prof['accuracy']}", file=sys.stderr)
 
@@ -113,7 +114,7 @@ def add_commands(subparsers: Any) -> None:
     r.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("-o", "--out", required=True, help="run directory (created; an existing one is resumed)")
-    r.set_defaults(func=cmd_run)
+    r.set_defaults(func=cmd_run, on_interrupt="run the same command to resume")
 
     p = sub.add_parser("report", help="write report.md and accuracy.png (and needle.png) for a run")
     p.add_argument("run", help="run directory")

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from .io import dumps, read_chunk_list, text_arg
+from .io import dumps, read_chunk_list, text_arg, write_out
 
 FORMATS = ("text", "json", "openai", "anthropic")
 
@@ -51,7 +51,7 @@ def cmd_pack(a: argparse.Namespace) -> None:
     from ..pack import pack
 
     packed = pack(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a))
-    print(_emit(packed, a.format))
+    write_out(_emit(packed, a.format))
     if a.table:
         print("\n" + table(packed), file=sys.stderr)
 
@@ -64,20 +64,16 @@ def cmd_variants(a: argparse.Namespace) -> None:
     key_id, layout = opts.pop("key_id"), opts.pop("layout", "layered")
     out = variants(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), key_id, positions, layout=layout, **opts)
     if a.format == "text":
-        print("\n\n".join(f"===== {name} =====\n{p.prompt}" for name, p in out.items()))
+        write_out("\n\n".join(f"===== {name} =====\n{p.prompt}" for name, p in out.items()))
     else:
-        print(dumps({name: json.loads(_emit(p, a.format)) for name, p in out.items()}))
+        write_out(dumps({name: json.loads(_emit(p, a.format)) for name, p in out.items()}))
 
 
 def cmd_list(a: argparse.Namespace) -> None:
-    from ..layout import layout_names
-    from ..order import order_names
-    from ..score import scorer_names
-    from ..tokens import tokenizer_names
+    from ..registry import describe
 
-    for title, names in (("orders", order_names()), ("layouts", layout_names()),
-                         ("scorers", scorer_names()), ("tokenizers", tokenizer_names())):
-        print(f"{title}: {', '.join(names)}")
+    for kind, entries in describe().items():  # plugins say which distribution they came from
+        write_out(f"{kind}: " + ", ".join(name if source == "edgewise" else f"{name} ({source})" for name, source in entries))
 
 
 def _io_args(p: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from .io import dump, read_chunk_list, text_arg
+from .io import dump, read_chunk_list, text_arg, write_out
 
 
 def _chunks(source: str) -> list[Any]:
@@ -102,12 +102,12 @@ def cmd_highlight(a: argparse.Namespace) -> None:
     elif a.format == "html":
         body = "\n".join(f"<section id=\"{html.escape(c.id)}\"><h3>{html.escape(c.title or c.id)}</h3>"
                          f"<p>{_render(c.text, spans, 'html')}</p></section>" for c, spans in results)
-        print(f"<!doctype html>\n<meta charset=\"utf-8\">\n<p><b>{html.escape(query)}</b></p>\n{body}")
+        write_out(f"<!doctype html>\n<meta charset=\"utf-8\">\n<p><b>{html.escape(query)}</b></p>\n{body}")
     else:
         color = a.format == "ansi" or (a.format == "auto" and sys.stdout.isatty())
         for c, spans in results:
-            print(f"== {c.id}{' — ' + c.title if c.title else ''}")
-            print(_render(c.text, spans, "ansi") if color else c.text + "\n" + "\n".join(
+            write_out(f"== {c.id}{' — ' + c.title if c.title else ''}")
+            write_out(_render(c.text, spans, "ansi") if color else c.text + "\n" + "\n".join(
                 f"  [{s.start}:{s.end}] {s.score:.3f} {s.text}" for s in spans))
 
 
