@@ -34,7 +34,7 @@ def test_word_count_threshold_keeps_the_document_that_reaches_it():
 def test_dropped_documents_are_reported_with_the_rule():
     out = pack("", ["a b c", "d e f", "g h i"], layout="layered", tokenizer="words", word_count_threshold=4)
     assert out.debug_info.dropped == [
-        {"id": "chunk-2", "reason": "word_count_threshold=4 reached by the chunk ranked 2"}
+        {"id": "chunk-2", "input_index": 2, "reason": "word_count_threshold=4 reached by the chunk ranked 2"}
     ]
 
 
@@ -65,8 +65,9 @@ def test_duplicates_keep_the_highest_score_and_are_reported():
     ]
     out = pack("", docs, layout="layered", tokenizer="words")
     assert out.debug_info.order == ["a", "b"]
-    assert [r for r in out.debug_info.chunks if r["id"] == "a" and r["outcome"] == "placed"][0]["input_index"] == 0
+    # placed first (the first "a"'s place, as Haystack keeps it), with the text of input #2
+    assert [(r["input_index"], r["position"]) for r in out.debug_info.chunks if r["id"] == "a" and r["outcome"] == "placed"] == [(2, 0)]
     assert "HIGHTEXT" in out.prompt and "LOWTEXT" not in out.prompt
     assert out.debug_info.dropped == [
-        {"id": "a", "reason": "duplicate id: merged into input #2, which has the higher score"}
+        {"id": "a", "input_index": 0, "reason": "duplicate id: merged into input #2, which has the higher score"}
     ]

@@ -1,12 +1,16 @@
-"""The adapters against the real components they replace, on random input."""
+"""The adapters against the real components they replace, and their token budget.
+
+The budget rule (edgewise.integrations): documents in rank order, whole, until the first that does
+not fit; the best one cut to the budget when it does not fit alone; never empty, never over.
+"""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise import InputError
+from edgewise import ConfigError, InputError
 
-haystack = pytest.importorskip("haystack")
+pytest.importorskip("haystack")
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")
 
@@ -14,17 +18,19 @@ from haystack import Document  # noqa: E402
 from haystack.components.rankers import LostInTheMiddleRanker  # noqa: E402
 from langchain_core.documents import Document as LCDocument  # noqa: E402
 from llama_index.core.postprocessor import LongContextReorder  # noqa: E402
-from llama_index.core.schema import NodeWithScore, TextNode  # noqa: E402
+from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode  # noqa: E402
 
+from edgewise.integrations import TRUNCATED_KEY  # noqa: E402
 from edgewise.integrations.haystack import EdgewiseRanker  # noqa: E402
 from edgewise.integrations.langchain import EdgewiseReorder as LCReorder  # noqa: E402
 from edgewise.integrations.llamaindex import EdgewiseReorder as LIReorder  # noqa: E402
 from edgewise.tokens import get_tokenizer  # noqa: E402
 
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), min_size=0, max_size=6).map(" ".join)
+TOK = get_tokenizer("cl100k_base")
 
 
-@settings(max_examples=200)
+@settings(max_examples=80, deadline=None)
 @given(
     st.lists(st.tuples(WORDS, st.sampled_from(["a", "b", "c", "d", "e", "f", "g", None]), st.one_of(st.none(), st.floats(0, 1))), max_size=12),
     st.one_of(st.none(), st.integers(1, 12)),
@@ -35,34 +41,42 @@ def test_haystack_ranker_returns_what_lost_in_the_middle_ranker_returns(rows, to
             for text, doc_id, score in rows]
     theirs = LostInTheMiddleRanker(word_count_threshold=threshold, top_k=top_k).run(documents=docs)["documents"]
     ours = EdgewiseRanker(word_count_threshold=threshold, top_k=top_k).run(documents=docs)["documents"]
-    assert [(d.id, d.content, d.score) for d in ours] == [(d.id, d.content, d.score) for d in theirs]
+    assert [id(d) for d in ours] == [id(d) for d in theirs]
 
 
-def test_haystack_ranker_checks_at_init_and_at_run_and_adds_a_token_budget():
-    with pytest.raises(InputError, match="top_k must be > 0, but got 0"):
-        EdgewiseRanker(top_k=0)
-    with pytest.raises(InputError, match="word_count_threshold must be > 0, but got -2"):
-        EdgewiseRanker().run(documents=[Document(content="x")], word_count_threshold=-2)
-    with pytest.raises(InputError, match="documents must all have text content"):
-        EdgewiseRanker().run(documents=[Document(content=None)])
-    docs = [Document(content=f"document number {i} " * 10) for i in range(10)]
-    tok = get_tokenizer("cl100k_base")
-    out = EdgewiseRanker(budget=200).run(documents=docs)["documents"]
-    assert sum(tok.count(d.content) for d in out) <= 200 < sum(tok.count(d.content) for d in docs[: len(out) + 1])
-    assert out[0].content == docs[0].content and out[-1].content == docs[1].content
+def test_edgewise_options_are_checked_when_the_adapter_is_built():
+    for build in (EdgewiseRanker, LCReorder, LIReorder):
+        with pytest.raises(InputError, match="^budget must be > 0, but got 0$"):
+            build(budget=0)
+        with pytest.raises(ConfigError, match="^unknown order 'middle'"):
+            build(order="middle")
+        with pytest.raises(ConfigError, match="^unknown tokenizer 'nope'"):
+            build(budget=10, tokenizer="nope")
+    for build in (LCReorder, LIReorder):
+        with pytest.raises(InputError, match="^top_k must be > 0, but got 0$"):
+            build(top_k=0)
 
 
-@settings(max_examples=100)
+# --- LlamaIndex and LangChain beside their LongContextReorder ---------------------------------------
+
+
+def nodes_from(scores):
+    return [NodeWithScore(node=TextNode(text=f"text {i}", id_=f"n{i}", metadata={"source": f"s{i}"}), score=s)
+            for i, s in enumerate(scores)]
+
+
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.sampled_from([0.1, 0.5, 0.5, 0.9, 1.0])), max_size=10))
 def test_llamaindex_reorder_returns_what_long_context_reorder_returns(scores):
-    nodes = [NodeWithScore(node=TextNode(text=f"t{i}", id_=f"n{i}"), score=s) for i, s in enumerate(scores)]
+    nodes = nodes_from(scores)
     theirs = LongContextReorder().postprocess_nodes(list(nodes))
     ours = LIReorder().postprocess_nodes(list(nodes))
-    assert [n.node.node_id for n in ours] == [n.node.node_id for n in theirs]
+    assert [id(n) for n in ours] == [id(n) for n in theirs]  # the very objects: ids, metadata and scores intact
+    assert [(n.node.node_id, n.node.metadata, n.score) for n in ours] == [(n.node.node_id, n.node.metadata, n.score) for n in theirs]
 
 
 def langchain_reference(docs):
-    """LangChain's published LongContextReorder algorithm (langchain_community), for documents best first."""
+    """LangChain's LongContextReorder (langchain_community ``_litm_reordering``), for documents best first."""
     out = []
     for i, doc in enumerate(reversed(docs)):
         if i % 2 == 1:
@@ -72,12 +86,119 @@ def langchain_reference(docs):
     return out
 
 
+def lc_docs(n):
+    return [LCDocument(page_content=f"text {i}", id=f"d{i}", metadata={"rank": i}) for i in range(n)]
+
+
 @given(st.integers(0, 15))
 def test_langchain_reorder_returns_what_long_context_reorder_returns(n):
-    docs = [LCDocument(page_content=str(i)) for i in range(n)]
-    assert [d.page_content for d in LCReorder().transform_documents(docs)] == [d.page_content for d in langchain_reference(docs)]
+    docs = lc_docs(n)
+    assert [id(d) for d in LCReorder().transform_documents(docs)] == [id(d) for d in langchain_reference(docs)]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_langchain_reorder_beside_the_real_long_context_reorder():
+    community = pytest.importorskip("langchain_community.document_transformers",
+                                    reason="LangChain's LongContextReorder ships in langchain-community")
+    for n in range(12):
+        docs = lc_docs(n)
+        theirs = community.LongContextReorder().transform_documents(docs)
+        assert [id(d) for d in LCReorder().transform_documents(docs)] == [id(d) for d in theirs]
+        assert [id(d) for d in theirs] == [id(d) for d in langchain_reference(docs)]  # the reference above is right
 
 
 def test_langchain_reorder_with_top_k_and_best_first():
     docs = [LCDocument(page_content=str(i)) for i in range(1, 8)]
     assert [d.page_content for d in LCReorder(order="edges", top_k=4).transform_documents(docs)] == ["1", "3", "4", "2"]
+
+
+# --- the budget, the same rule in the three adapters ------------------------------------------------
+
+
+def haystack_run(texts, **options):
+    docs = [Document(content=t, id=f"d{i}", meta={"n": i}, score=1.0 - i / 100) for i, t in enumerate(texts)]
+    out = EdgewiseRanker(**options).run(documents=docs)["documents"]
+    return docs, out, [(d.content, d.id, d.meta, d.score) for d in out]
+
+
+def langchain_run(texts, **options):
+    docs = [LCDocument(page_content=t, id=f"d{i}", metadata={"n": i}) for i, t in enumerate(texts)]
+    out = LCReorder(**options).transform_documents(docs)
+    return docs, out, [(d.page_content, d.id, d.metadata, None) for d in out]
+
+
+def llamaindex_run(texts, **options):
+    nodes = [NodeWithScore(node=TextNode(text=t, id_=f"d{i}", metadata={"n": i}), score=1.0 - i / 100) for i, t in enumerate(texts)]
+    out = LIReorder(**options).postprocess_nodes(list(nodes))
+    return nodes, out, [(n.node.get_content(metadata_mode=MetadataMode.NONE), n.node.node_id, n.node.metadata, n.score) for n in out]
+
+
+ADAPTERS = {"haystack": haystack_run, "langchain": langchain_run, "llamaindex": llamaindex_run}
+
+
+def score(i):
+    return None if i is None else 1.0 - i / 100
+
+
+def expected(texts, order, adapter, cut=None):
+    """The rows the adapter should return: texts[i] for i in ``order``, or the first cut to ``cut``."""
+    if cut is not None:
+        return [(cut, "d0", {"n": 0, TRUNCATED_KEY: {"tokens": TOK.count(cut), "original_tokens": TOK.count(texts[0])}},
+                 None if adapter == "langchain" else score(0))]
+    return [(texts[i], f"d{i}", {"n": i}, None if adapter == "langchain" else score(i)) for i in order]
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_the_budget_never_skips_a_better_document_for_a_smaller_one(adapter):
+    texts = ["one two three four five", "six seven eight nine ten eleven", "end"]
+    assert [TOK.count(t) for t in texts] == [5, 6, 1]
+    # 5 + 6 > 10: the second ends the selection; the third (1 token) would fit but ranks lower
+    assert ADAPTERS[adapter](texts, budget=10, order="edges")[2] == expected(texts, [0], adapter)
+    assert ADAPTERS[adapter](texts, budget=11, order="edges")[2] == expected(texts, [0, 1], adapter)
+    assert ADAPTERS[adapter](texts, budget=12, order="edges")[2] == expected(texts, [0, 2, 1], adapter)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_the_best_document_alone_over_the_budget_comes_back_cut_to_it(adapter):
+    texts = ["alpha beta gamma delta epsilon zeta eta theta", "iota", "kappa"]
+    inputs, out, rows = ADAPTERS[adapter](texts, budget=3)
+    assert rows == expected(texts, None, adapter, cut="alpha beta gamma")
+    original = inputs[0] if adapter != "llamaindex" else inputs[0].node
+    assert (original.metadata if adapter != "haystack" else original.meta) == {"n": 0}  # the input is not touched
+    if adapter == "llamaindex":  # the note stays out of what the LLM and the embedder read
+        assert out[0].node.get_content(metadata_mode=MetadataMode.LLM) == "n: 0\n\nalpha beta gamma"
+        assert out[0].node.get_content(metadata_mode=MetadataMode.EMBED) == "n: 0\n\nalpha beta gamma"
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS)
+def test_the_budget_applies_after_top_k(adapter):
+    texts = ["a", "b", "c", "d", "e"]
+    assert ADAPTERS[adapter](texts, budget=100, top_k=3, order="edges")[2] == expected(texts, [0, 2, 1], adapter)
+    assert ADAPTERS[adapter](texts, budget=2, top_k=3, order="edges")[2] == expected(texts, [0, 1], adapter)
+
+
+def test_haystack_budget_after_the_word_count_threshold():
+    texts = ["a b", "c d", "e f", "g h"]  # 2 tokens each
+    _, _, rows = haystack_run(texts, word_count_threshold=5, budget=5)  # threshold keeps 3, budget 2 of them
+    assert rows == expected(texts, [0, 1], "haystack")
+
+
+PIECES = st.sampled_from(["alpha", "beta gamma", "delta epsilon zeta eta", "Lorem ipsum dolor sit amet, consectetur",
+                          "", "the the the the the the the the the the the the"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(PIECES, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=8),
+       st.integers(1, 40), st.sampled_from(list(ADAPTERS)))
+def test_the_budget_gives_a_rank_prefix_never_empty_never_over(texts, budget, adapter):
+    _, _, rows = ADAPTERS[adapter](texts, budget=budget, order="relevance")
+    assert rows  # never empty for a non-empty input
+    counts = [TOK.count(t) for t in texts]
+    assert sum(TOK.count(row[0]) for row in rows) <= budget
+    if counts[0] > budget:
+        cut = TOK.truncate(texts[0], budget)
+        assert rows == expected(texts, None, adapter, cut=cut) and texts[0].startswith(cut) and cut
+    else:
+        n = len(rows)  # whole documents, best first, up to the first that does not fit
+        assert rows == expected(texts, range(n), adapter)
+        assert n == len(texts) or sum(counts[: n + 1]) > budget

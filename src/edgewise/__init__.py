@@ -9,23 +9,27 @@
 
 from __future__ import annotations
 
+# ruff: noqa: F401  (re-exports: the names below are edgewise's API, only some of them in __all__)
+from . import layout, order, score, tokens  # edgewise.order and edgewise.layout are modules
 from .chunk import Chunk, normalize
-from .errors import BudgetError, ConfigError, EdgewiseError, InputError
-from .layout import get_layout, layout, layout_names, parse
-from .order import order, order_names, place, reorder
+from .errors import BackendError, BudgetError, ConfigError, EdgewiseError, InputError
+from .layout import get_layout, layout_names, parse, register_layout
 from .options import PackOptions
+from .order import order_names, place, register_order, reorder
 from .pack import DebugInfo, Packed, pack, variants
 from .packer import Packer
 from .prune import extractive_summary, highlight, prune_chunk
-from .score import get_scorer, scorer, scorer_names
+from .score import get_scorer, register_scorer, scorer_names
 from .score.rank import rank
 from .select import fit, limit
-from .tokens import get_tokenizer, tokenizer_names
+from .tokens import get_tokenizer, register_tokenizer, tokenizer_names
 
 __version__ = "0.1.0"
+# What `from edgewise import *` and the API reference show. The single steps of the pipeline
+# (rank, limit, fit, place, get_layout, parse, highlight ...) stay importable from here and from
+# their modules; what the registries hold is listed by `edgewise.registry.describe()`.
 __all__ = [
-    "BudgetError", "Chunk", "ConfigError", "DebugInfo", "EdgewiseError", "InputError", "PackOptions", "Packed", "Packer",
-    "extractive_summary", "fit", "get_layout", "highlight", "prune_chunk", "get_scorer", "get_tokenizer", "layout", "layout_names", "limit", "normalize",
-    "order", "order_names", "pack", "parse", "place", "rank", "reorder", "scorer", "scorer_names",
-    "tokenizer_names", "variants",
+    "pack", "variants", "Packer", "PackOptions", "Chunk", "Packed", "DebugInfo", "reorder", "get_tokenizer",
+    "register_order", "register_layout", "register_scorer", "register_tokenizer",
+    "EdgewiseError", "InputError", "ConfigError", "BudgetError", "BackendError",
 ]

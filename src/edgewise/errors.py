@@ -28,6 +28,10 @@ class BudgetError(EdgewiseError):
     """The token budget cannot hold the fixed layers (system, profile, question)."""
 
 
+class BackendError(EdgewiseError):
+    """An LLM backend could not be reached or refused the request (after retries)."""
+
+
 def unknown(kind: str, name: str, known: list[str] | tuple[str, ...]) -> ConfigError:
     """Build the error for an unknown registry name, listing the valid ones."""
     return ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(known)}")

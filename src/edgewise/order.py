@@ -16,9 +16,11 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from .errors import ConfigError, InputError, unknown
+from .errors import ConfigError, InputError
+from .files import load_cached
+from .registry import Registry
 
 T = TypeVar("T")
 
@@ -37,63 +39,69 @@ class PlaceContext:
 
 
 Strategy = Callable[[int, PlaceContext], list[int]]
-ORDERS: dict[str, Strategy] = {}
-_NEEDS_ARG = {"position", "calibrated"}
+ORDERS: Registry[Strategy] = Registry("orders")  # plugins: entry-point group "edgewise.orders"
 
 
-def order(name: str) -> Callable[[Strategy], Strategy]:
-    """Register a placement strategy under ``name`` (the CLI lists every registered one)."""
+def register_order(name: str, fn: Strategy | None = None, *, arg: str | None = None) -> Any:
+    """Register a placement strategy under ``name``; usable as a decorator.
 
-    def register(fn: Strategy) -> Strategy:
-        ORDERS[name] = fn
-        return fn
+    The strategy gets ``n`` and a :class:`PlaceContext` and returns the ranks ``0..n-1`` (0 = best)
+    in prompt order. ``arg`` names the argument it requires after ``name:`` (``ctx.arg``); without
+    it the order takes none. A name already taken raises ConfigError.
 
-    return register
+    >>> @register_order("best-last-but-one")
+    ... def best_last_but_one(n, ctx):
+    ...     return list(range(1, n)) + [0] if n > 1 else [0]
+    >>> reorder(["a", "b", "c"], "best-last-but-one")
+    ['b', 'c', 'a']
+    >>> ORDERS.unregister("best-last-but-one")
+    """
+    return ORDERS.register(name, fn, arg=arg)
 
 
 def order_names() -> list[str]:
     """Registered strategy names, with the argument the parameterised ones take."""
-    return [f"{n}:{'K|first|middle|last' if n == 'position' else 'PROFILE.json'}" if n in _NEEDS_ARG else n for n in ORDERS]
+    return ORDERS.display_names()
 
 
-@order("edges")
+@register_order("edges")
 def edges(n: int, ctx: PlaceContext) -> list[int]:
     """Best first, second best last, alternating inwards (Haystack's LostInTheMiddleRanker)."""
     return list(range(0, n, 2)) + list(range(n - 1 - (n % 2 == 1), 0, -2))
 
 
-@order("edges-mirror")
+@register_order("edges-mirror")
 def edges_mirror(n: int, ctx: PlaceContext) -> list[int]:
     """LangChain's / LlamaIndex's LongContextReorder: ``edges`` for odd n, its mirror for even n."""
     placed = edges(n, ctx)
     return placed if n % 2 else placed[::-1]
 
 
-@order("relevance")
+@register_order("relevance")
 def relevance(n: int, ctx: PlaceContext) -> list[int]:
     """Best first."""
     return list(range(n))
 
 
-@order("reverse")
+@register_order("reverse")
 def reverse(n: int, ctx: PlaceContext) -> list[int]:
     """Best last, next to the question."""
     return list(range(n - 1, -1, -1))
 
 
-@order("original")
+@register_order("original")
 def original(n: int, ctx: PlaceContext) -> list[int]:
     """Input order, whatever the scores."""
     return list(ctx.input_order) if ctx.input_order else list(range(n))
 
 
-@order("middle-boost")
+@register_order("middle-boost")
 def middle_boost(n: int, ctx: PlaceContext) -> list[int]:
     """Best in the middle, worst at the edges: for testing a model against the effect."""
     return [n - 1 - r for r in edges(n, ctx)]
 
 
-@order("position")
+@register_order("position", arg="K|first|middle|last")
 def position(n: int, ctx: PlaceContext) -> list[int]:
     """The key chunk at index K (or first/middle/last); the rest keep their input order."""
     if ctx.key is None:
@@ -117,7 +125,7 @@ def slot_index(arg: str | None, n: int) -> int:
     return k
 
 
-@order("calibrated")
+@register_order("calibrated", arg="PROFILE.json")
 def calibrated(n: int, ctx: PlaceContext) -> list[int]:
     """Chunks by descending score into slots by descending measured accuracy.
 
@@ -148,11 +156,25 @@ def load_profile(path: str | None) -> list[float]:
     if not path:
         raise ConfigError("order 'calibrated' needs a profile file: calibrated:PROFILE.json")
     try:
-        data = json.loads(_read(path))
-    except OSError as exc:
-        raise ConfigError(f"profile file {path!r} could not be read: {exc.strerror}") from None
+        return list(load_cached(path, _parse_profile, what="profile file"))
+    except _ProfileError as exc:
+        raise ConfigError(f"profile file {path!r} {exc}") from None
+
+
+class _ProfileError(ValueError):
+    """What is wrong with a profile's text; :func:`load_profile` adds the file name."""
+
+
+def _parse_profile(text: str) -> tuple[float, ...]:
+    """The accuracies in a profile file's text (parsed once per file version, see ``files``)."""
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"profile file {path!r} line {exc.lineno}: invalid JSON ({exc.msg})") from None
+        raise _ProfileError(f"line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise _ProfileError("must be a JSON list of numbers, but it is nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise _ProfileError(f"is not valid JSON ({exc})") from None
     if isinstance(data, dict):
         data = data.get("accuracy")
     if (
@@ -160,24 +182,16 @@ def load_profile(path: str | None) -> list[float]:
         or not data
         or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data)
     ):
-        raise ConfigError(
-            f"profile file {path!r} must be a non-empty JSON list of numbers "
+        raise _ProfileError(
+            "must be a non-empty JSON list of numbers "
             f"(accuracy per relative position), but got {json.dumps(data)[:80]}"
         )
-    return [float(v) for v in data]
+    return tuple(float(v) for v in data)
 
 
 def resolve(spec: str) -> tuple[Strategy, str | None]:
     """Split ``name[:arg]`` and look the strategy up, failing with the list of known names."""
-    name, _, arg = spec.partition(":")
-    fn = ORDERS.get(name)
-    if fn is None:
-        raise unknown("order", spec, order_names())
-    if name in _NEEDS_ARG and not arg:
-        raise ConfigError(f"order {name!r} needs an argument: {name}:{'K' if name == 'position' else 'PROFILE.json'}")
-    if name not in _NEEDS_ARG and arg:
-        raise ConfigError(f"order {name!r} takes no argument, but got {spec!r}")
-    return fn, arg or None
+    return ORDERS.lookup(spec, strict=True)
 
 
 def place(spec: str, n: int, *, input_order: Sequence[int] = (), key: int | None = None) -> list[int]:
@@ -198,8 +212,3 @@ def reorder(items: Sequence[T], spec: str = "edges") -> list[T]:
     ['a', 'c', 'e', 'd', 'b']
     """
     return [items[r] for r in place(spec, len(items), input_order=range(len(items)))]
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as f:
-        return f.read()

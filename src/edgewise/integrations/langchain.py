@@ -1,7 +1,9 @@
 """A LangChain document transformer: ``EdgewiseReorder``, a drop-in for ``LongContextReorder``.
 
-By default it gives LongContextReorder's exact order (``edges-mirror``) for documents given best
-first; ``order="edges"`` puts the best first instead, and ``budget`` / ``top_k`` bound the result.
+By default it gives LongContextReorder's exact order (``edges-mirror``: the best document last) for
+documents given best first, and returns the very objects it was given (ids and metadata intact);
+``order="edges"`` puts the best first instead, ``top_k`` keeps the first k, and ``budget`` keeps
+the best documents whose exact token counts fit (the rule is in :mod:`edgewise.integrations`).
 Needs ``pip install -e '.[langchain]' (in an edgewise checkout)``.
 """
 
@@ -10,35 +12,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import arrange
+from ..errors import missing_extra
+from . import TRUNCATED_KEY, arrange, check_options
 
 try:
     from langchain_core.documents import BaseDocumentTransformer, Document
 except ImportError:  # pragma: no cover
-    raise ImportError("the LangChain adapter needs langchain-core: pip install -e '.[langchain]' (in an edgewise checkout)") from None
+    raise missing_extra("the LangChain adapter", "langchain-core", "langchain") from None
 
 
 class EdgewiseReorder(BaseDocumentTransformer):
-    """Reorder retrieved documents so the most relevant sit at the edges.
+    """Reorder retrieved documents (given best first) so the most relevant sit at the edges.
 
     >>> from langchain_core.documents import Document
     >>> docs = [Document(page_content=str(i)) for i in range(1, 5)]
     >>> [d.page_content for d in EdgewiseReorder().transform_documents(docs)]
     ['2', '4', '3', '1']
+    >>> [d.page_content for d in EdgewiseReorder(order="edges", budget=3).transform_documents(docs)]
+    ['1', '3', '2']
     """
 
     def __init__(
         self, *, order: str = "edges-mirror", budget: int | None = None, tokenizer: str = "cl100k_base",
         top_k: int | None = None,
     ) -> None:
-        arrange([], order=order, top_k=top_k, budget=budget)  # validate now, not at first use
+        check_options(order=order, budget=budget, tokenizer=tokenizer, top_k=top_k)
         self.order, self.budget, self.tokenizer, self.top_k = order, budget, tokenizer, top_k
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         docs = list(documents)
         picked = arrange([d.page_content for d in docs], order=self.order, top_k=self.top_k,
                          budget=self.budget, tokenizer=self.tokenizer)
-        return [docs[i] for i in picked]
+        if picked.cut is not None:
+            doc = docs[picked.cut.index]
+            return [doc.model_copy(update={"page_content": picked.cut.text,
+                                           "metadata": {**doc.metadata, TRUNCATED_KEY: picked.cut.meta()}})]
+        return [docs[i] for i in picked.indexes]
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         return self.transform_documents(documents, **kwargs)

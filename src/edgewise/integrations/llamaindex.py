@@ -1,21 +1,26 @@
 """A LlamaIndex node postprocessor: ``EdgewiseReorder``, a drop-in for ``LongContextReorder``.
 
 Like LongContextReorder it ranks nodes by score (a missing score counts as 0; among equal scores
-the later node ranks higher, as there) and, by default,
-gives its exact order (``edges-mirror``); ``order``, ``budget`` and ``top_k`` add what it lacks.
+the later node ranks higher, as there) and, by default, gives its exact order (``edges-mirror``),
+returning the very ``NodeWithScore`` objects it was given; ``order``, ``top_k`` and ``budget`` add
+what it lacks (the budget counts each node's text without metadata; the rule is in
+:mod:`edgewise.integrations`).
 Needs ``pip install -e '.[llamaindex]' (in an edgewise checkout)``.
 """
 
 from __future__ import annotations
 
-from . import arrange
+from typing import Any
+
+from ..errors import missing_extra
+from . import TRUNCATED_KEY, arrange, check_options
 
 try:
     from llama_index.core.bridge.pydantic import Field
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError:  # pragma: no cover
-    raise ImportError("the LlamaIndex adapter needs llama-index-core: pip install -e '.[llamaindex]' (in an edgewise checkout)") from None
+    raise missing_extra("the LlamaIndex adapter", "llama-index-core", "llamaindex") from None
 
 
 class EdgewiseReorder(BaseNodePostprocessor):
@@ -25,6 +30,8 @@ class EdgewiseReorder(BaseNodePostprocessor):
     >>> nodes = [NodeWithScore(node=TextNode(text=t), score=s) for t, s in [("a", .1), ("b", .9), ("c", .5)]]
     >>> [n.node.get_content() for n in EdgewiseReorder().postprocess_nodes(nodes)]
     ['b', 'a', 'c']
+    >>> [n.node.get_content() for n in EdgewiseReorder(budget=2).postprocess_nodes(nodes)]
+    ['c', 'b']
     """
 
     order: str = Field(default="edges-mirror")
@@ -32,8 +39,13 @@ class EdgewiseReorder(BaseNodePostprocessor):
     tokenizer: str = Field(default="cl100k_base")
     top_k: int | None = Field(default=None)
 
-    def model_post_init(self, __context: object) -> None:
-        arrange([], order=self.order, top_k=self.top_k, budget=self.budget)
+    def __init__(
+        self, *, order: str = "edges-mirror", budget: int | None = None, tokenizer: str = "cl100k_base",
+        top_k: int | None = None, **kwargs: Any,
+    ) -> None:
+        # checked before pydantic sees them, so a bad value is an edgewise error, not a ValidationError
+        check_options(order=order, budget=budget, tokenizer=tokenizer, top_k=top_k)
+        super().__init__(order=order, budget=budget, tokenizer=tokenizer, top_k=top_k, **kwargs)
 
     @classmethod
     def class_name(cls) -> str:
@@ -46,4 +58,13 @@ class EdgewiseReorder(BaseNodePostprocessor):
         ranked = sorted(nodes, key=lambda n: n.score if n.score is not None else 0.0)[::-1]
         picked = arrange([n.node.get_content(metadata_mode=MetadataMode.NONE) for n in ranked], order=self.order,
                          top_k=self.top_k, budget=self.budget, tokenizer=self.tokenizer)
-        return [ranked[i] for i in picked]
+        if picked.cut is not None:
+            best = ranked[picked.cut.index]
+            node = best.node.model_copy()
+            node.set_content(picked.cut.text)
+            # recorded in the metadata, kept out of what the LLM and the embedder see
+            node.metadata = {**node.metadata, TRUNCATED_KEY: picked.cut.meta()}
+            node.excluded_llm_metadata_keys = [*node.excluded_llm_metadata_keys, TRUNCATED_KEY]
+            node.excluded_embed_metadata_keys = [*node.excluded_embed_metadata_keys, TRUNCATED_KEY]
+            return [NodeWithScore(node=node, score=best.score)]
+        return [ranked[i] for i in picked.indexes]

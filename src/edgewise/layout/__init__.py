@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from . import (  # each layout module registers itself
-    kv,  # noqa: F401
-    layered,  # noqa: F401
-    paper,  # noqa: F401
-    sections,  # noqa: F401
-    template,  # noqa: F401
+# Each layout module registers itself; this import order is the order `edgewise list` shows.
+# isort: off
+from . import sections, layered, paper, kv, template  # noqa: F401
+# isort: on
+from .base import (
+    LAYOUTS,
+    Item,
+    Layout,
+    Rendered,
+    RenderInput,
+    get_layout,
+    layout,
+    layout_names,
+    quote,
+    register_layout,
+    unquote,
 )
-from .base import LAYOUTS, Item, Layout, Rendered, RenderInput, get_layout, layout, layout_names, quote, unquote
 from .parse import Parsed, ParsedChunk, parse
 
 __all__ = [
     "LAYOUTS", "Item", "Layout", "Parsed", "ParsedChunk", "Rendered", "RenderInput",
-    "get_layout", "layout", "layout_names", "parse", "quote", "unquote",
+    "get_layout", "layout", "layout_names", "parse", "quote", "register_layout", "unquote",
 ]

@@ -19,10 +19,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ..chunk import Chunk
-from ..errors import unknown
+from ..registry import Registry
 
 Form = Literal["whole", "summary", "truncated"]
 INDENT = "  "
@@ -129,37 +129,48 @@ class Layout(Protocol):
     def render(self, inp: RenderInput) -> Rendered: ...
 
 
-LAYOUTS: dict[str, Callable[[str | None], Layout]] = {}
+LayoutFactory = Callable[[str | None], Layout]
+LAYOUTS: Registry[LayoutFactory] = Registry("layouts")  # plugins: entry-point group "edgewise.layouts"
+_BUILTIN_ARGS = {"template": "FILE"}  # TODO: template.py can say @layout("template", arg="FILE")
 
 
-def layout(name: str) -> Callable[[Callable[[str | None], Layout]], Callable[[str | None], Layout]]:
-    """Register a layout factory under ``name``; it gets the text after ``name:`` (or None)."""
+def register_layout(name: str, factory: LayoutFactory | None = None, *, arg: str | None = None) -> Any:
+    """Register a layout factory under ``name``; usable as a decorator.
 
-    def register(factory: Callable[[str | None], Layout]) -> Callable[[str | None], Layout]:
-        LAYOUTS[name] = factory
-        return factory
+    The factory gets the text after ``name:`` (or None; ``arg`` names it for listings) and returns
+    a :class:`Layout`. A name already taken raises ConfigError.
 
-    return register
+    >>> @register_layout("plain")
+    ... class Plain:
+    ...     name = "plain"
+    ...     def __init__(self, arg): pass
+    ...     def block(self, item): return item.text
+    ...     def render(self, inp):
+    ...         user = "\\n".join(self.block(i) for i in inp.items) + "\\n" + inp.query
+    ...         return Rendered("", user, {"docs": [i.id for i in inp.items]}, [i.id for i in inp.items], 0)
+    >>> get_layout("plain").name
+    'plain'
+    >>> LAYOUTS.unregister("plain")
+    """
+    return LAYOUTS.register(name, factory, arg=arg)
 
 
-_SHOWN_FIRST = ("sections", "layered", "paper", "kv", "template")
+def layout(name: str, *, arg: str | None = None) -> Callable[[LayoutFactory], LayoutFactory]:
+    """The decorator the built-in layout modules use (same as :func:`register_layout`)."""
+    return LAYOUTS.register(name, arg=arg if arg is not None else _BUILTIN_ARGS.get(name))
 
 
 def layout_names() -> list[str]:
-    """Registered layouts, the built-in ones first in a fixed order, then any added ones."""
-    names = sorted(LAYOUTS, key=lambda n: (_SHOWN_FIRST.index(n) if n in _SHOWN_FIRST else len(_SHOWN_FIRST), n))
-    return [f"{n}:FILE" if n == "template" else n for n in names]
+    """Registered layouts in registration order (built-ins first), with their argument: ``template:FILE``."""
+    return LAYOUTS.display_names()
 
 
 def get_layout(spec: str | Layout) -> Layout:
     """A layout by name (``sections``, ``layered``, ``paper``, ``kv``, ``template:FILE``)."""
     if not isinstance(spec, str):
         return spec
-    name, _, arg = spec.partition(":")
-    factory = LAYOUTS.get(name)
-    if factory is None:
-        raise unknown("layout", spec, layout_names())
-    return factory(arg or None)
+    factory, arg = LAYOUTS.lookup(spec)
+    return factory(arg)
 
 
 def doc_block(item: Item) -> str:

@@ -10,9 +10,10 @@ relevant). The core ships ``bm25`` (lexical, no dependencies); model-based score
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from ..errors import unknown
+from ..errors import ConfigError
+from ..registry import Registry
 
 
 @runtime_checkable
@@ -24,22 +25,41 @@ class Scorer(Protocol):
     def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
 
 
-SCORERS: dict[str, Callable[[str | None], Scorer]] = {}
+ScorerFactory = Callable[[str | None], Scorer]
+SCORERS: Registry[ScorerFactory] = Registry("scorers")  # plugins: entry-point group "edgewise.scorers"
 
 
-def scorer(name: str) -> Callable[[Callable[[str | None], Scorer]], Callable[[str | None], Scorer]]:
-    """Register a scorer factory under ``name``; the factory gets the text after ``name:``."""
+def register_scorer(name: str, factory: ScorerFactory | None = None, *, arg: str | None = None) -> Any:
+    """Register a scorer factory under ``name``; usable as a decorator.
 
-    def register(factory: Callable[[str | None], Scorer]) -> Callable[[str | None], Scorer]:
-        SCORERS[name] = factory
-        return factory
+    The factory gets the text after ``name:`` (or None) and returns a :class:`Scorer`. A name
+    already taken raises ConfigError.
 
-    return register
+    >>> @register_scorer("length")
+    ... class ByLength:
+    ...     name = "length"
+    ...     def __init__(self, arg): pass
+    ...     def score(self, query, texts): return [float(len(t)) for t in texts]
+    >>> get_scorer("length").score("q", ["ab", "abcd"])
+    [2.0, 4.0]
+    >>> SCORERS.unregister("length")
+    """
+    return SCORERS.register(name, factory, arg=arg)
+
+
+scorer = register_scorer  # the decorator the built-in scorer modules use
+
+
+@register_scorer("given")
+def _given(arg: str | None) -> Scorer:
+    raise ConfigError(
+        "scorer 'given' is not a model: it keeps the scores the chunks carry (pass it to pack(), not get_scorer())"
+    )
 
 
 def scorer_names() -> list[str]:
     """``given`` (keep the input scores) and every registered scorer."""
-    return ["given", *SCORERS]
+    return SCORERS.display_names()
 
 
 def get_scorer(spec: str | Scorer) -> Scorer:
@@ -49,26 +69,11 @@ def get_scorer(spec: str | Scorer) -> Scorer:
     """
     if not isinstance(spec, str):
         return spec
-    name, _, arg = spec.partition(":")
-    factory = SCORERS.get(name)
-    if factory is None:
-        raise unknown("scorer", spec, scorer_names())
-    return factory(arg or None)
+    factory, arg = SCORERS.lookup(spec)
+    return factory(arg)
 
 
 from . import bm25 as _bm25  # noqa: E402,F401  (registers "bm25")
 
-
-def _lazy(module: str) -> Callable[[str | None], Scorer]:
-    """A factory that imports ``score.<module>`` (and its model libraries) only when first used."""
-
-    def make(arg: str | None) -> Scorer:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{module}"), f"_make_{module}")(arg)
-
-    return make
-
-
-for _name in ("static", "dense", "hybrid", "cross"):  # the models extra: edgewise[models]
-    SCORERS.setdefault(_name, _lazy(_name))
+for _name in ("static", "dense", "hybrid", "cross"):  # the models extra, imported on first use
+    SCORERS.reserve(_name, f"{__name__}.{_name}")
