@@ -17,9 +17,10 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from .errors import ConfigError, unknown
+from .errors import ConfigError
+from .registry import Registry
 
 
 @runtime_checkable
@@ -48,34 +49,49 @@ class Tokenizer(Protocol):
 
 class _CountCache:
     """Counts by content, so each distinct text is encoded once; least recently used texts are
-    evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory."""
+    evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory.
+
+    Safe to share between threads: a lock guards the table, and counting runs outside it, so
+    threads encode in parallel (two threads that miss on the same text both count it, and the
+    second result is not added twice).
+    """
 
     def __init__(self, max_chars: int = 8_000_000) -> None:
         self._data: OrderedDict[str, int] = OrderedDict()
         self._max_chars = max_chars
         self._chars = 0
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def get(self, text: str, compute: Callable[[str], int]) -> int:
-        value = self._data.get(text)
-        if value is not None:
-            self.hits += 1
-            self._data.move_to_end(text)
-            return value
-        self.misses += 1
+        with self._lock:
+            value = self._data.get(text)
+            if value is not None:
+                self.hits += 1
+                self._data.move_to_end(text)
+                return value
+            self.misses += 1
         value = compute(text)
         if len(text) <= self._max_chars // 4:
-            self._data[text] = value
-            self._chars += len(text)
-            while self._chars > self._max_chars:
-                old, _ = self._data.popitem(last=False)
-                self._chars -= len(old)
+            with self._lock:
+                if text not in self._data:
+                    self._data[text] = value
+                    self._chars += len(text)
+                    while self._chars > self._max_chars:
+                        old, _ = self._data.popitem(last=False)
+                        self._chars -= len(old)
         return value
 
+    def stats(self) -> dict[str, int]:
+        """Hits, misses, and the texts and characters held now."""
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "texts": len(self._data), "chars": self._chars}
+
     def clear(self) -> None:
-        self._data.clear()
-        self._chars = 0
+        with self._lock:
+            self._data.clear()
+            self._chars = 0
 
 
 def _split_is_clean(head: str, tail: str) -> bool:
@@ -91,14 +107,15 @@ def _split_is_clean(head: str, tail: str) -> bool:
 
 
 class TiktokenTokenizer:
-    """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer`."""
+    """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
+    per name); build one yourself for a count cache of another size (``cache_chars``)."""
 
     estimated = False
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, cache_chars: int = 8_000_000) -> None:
         self.name = name
         self.encoding = _load_tiktoken(name)
-        self._cache = _CountCache()
+        self._cache = _CountCache(cache_chars)
 
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode_ordinary(text)
@@ -140,7 +157,7 @@ class HFTokenizer:
 
     estimated = False
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, cache_chars: int = 8_000_000) -> None:
         try:
             from tokenizers import Tokenizer as _HF
         except ImportError:
@@ -154,7 +171,7 @@ class HFTokenizer:
         self._tok.no_truncation()
         self._tok.no_padding()
         self.name = f"hf:{path}"
-        self._cache = _CountCache()
+        self._cache = _CountCache(cache_chars)
 
     def _encode(self, text: str):  # noqa: ANN202 - tokenizers.Encoding
         return self._tok.encode(text, add_special_tokens=False)
@@ -230,9 +247,8 @@ class CharsEstimator:
         return self.count("".join(parts))
 
 
-_ENCODINGS = ("cl100k_base", "o200k_base")
 _loaded: dict[str, Tokenizer] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a plugin's factory may itself call get_tokenizer
 
 
 def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
@@ -266,9 +282,59 @@ def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
     return tiktoken.Encoding(**spec)
 
 
+TokenizerFactory = Callable[[str | None], Tokenizer]
+TOKENIZERS: Registry[TokenizerFactory] = Registry("tokenizers")  # plugins: entry-point group "edgewise.tokenizers"
+
+
+def register_tokenizer(name: str, factory: TokenizerFactory | None = None, *, arg: str | None = None) -> Any:
+    """Register a tokenizer factory under ``name``; usable as a decorator.
+
+    The factory gets the text after ``name:`` (required when ``arg`` names it, refused otherwise)
+    and returns a :class:`Tokenizer`; :func:`get_tokenizer` builds one per spec and shares it.
+
+    >>> @register_tokenizer("bytes")
+    ... class Bytes:
+    ...     name, estimated = "bytes", False
+    ...     def __init__(self, arg): pass
+    ...     def count(self, text): return len(text.encode())
+    ...     def truncate(self, text, max_tokens): return text.encode()[:max_tokens].decode(errors="ignore")
+    ...     def count_prefix(self, text, n_chars): return self.count(text[:n_chars])
+    ...     def count_parts(self, parts): return sum(map(self.count, parts))
+    >>> get_tokenizer("bytes").count("né")
+    3
+    >>> TOKENIZERS.unregister("bytes")
+    """
+    return TOKENIZERS.register(name, factory, arg=arg)
+
+
+@register_tokenizer("cl100k_base")
+def _cl100k_base(arg: str | None) -> Tokenizer:
+    return TiktokenTokenizer("cl100k_base")
+
+
+@register_tokenizer("o200k_base")
+def _o200k_base(arg: str | None) -> Tokenizer:
+    return TiktokenTokenizer("o200k_base")
+
+
+@register_tokenizer("words")
+def _words(arg: str | None) -> Tokenizer:
+    return WordsEstimator()
+
+
+@register_tokenizer("chars")
+def _chars(arg: str | None) -> Tokenizer:
+    return CharsEstimator()
+
+
+@register_tokenizer("hf", arg="PATH")
+def _hf(arg: str | None) -> Tokenizer:
+    return HFTokenizer(arg or "")
+
+
 def tokenizer_names() -> list[str]:
-    """The tokenizer names accepted by :func:`get_tokenizer` (plus ``hf:PATH``)."""
-    return [*_ENCODINGS, "words", "chars", "hf:PATH"]
+    """The tokenizer names accepted by :func:`get_tokenizer`, with their argument (``hf:PATH``)."""
+    return TOKENIZERS.display_names()
 
 
 def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> Tokenizer:
@@ -281,18 +347,18 @@ def get_tokenizer(spec: str | Tokenizer = "cl100k_base") -> Tokenizer:
         if isinstance(spec, Tokenizer):
             return spec
         raise ConfigError(f"tokenizer must be a name or a Tokenizer, but got {type(spec).__name__}")
+    tok = _loaded.get(spec)
+    if tok is not None:
+        return tok
+    factory, arg = TOKENIZERS.lookup(spec, strict=True)  # outside the lock: may load plugins
     with _lock:
         tok = _loaded.get(spec)
         if tok is None:
-            if spec in _ENCODINGS:
-                tok = TiktokenTokenizer(spec)
-            elif spec == "words":
-                tok = WordsEstimator()
-            elif spec == "chars":
-                tok = CharsEstimator()
-            elif spec.startswith("hf:") and len(spec) > 3:
-                tok = HFTokenizer(spec[3:])
-            else:
-                raise unknown("tokenizer", spec, tokenizer_names())
+            tok = factory(arg)
+            if not isinstance(tok, Tokenizer):
+                raise ConfigError(
+                    f"tokenizer {spec!r} gave a {type(tok).__name__}, which is not a Tokenizer "
+                    "(it needs name, estimated, count, truncate, count_prefix and count_parts)"
+                )
             _loaded[spec] = tok
         return tok

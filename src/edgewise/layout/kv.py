@@ -2,12 +2,13 @@
 
 Each chunk is a record: its key is ``meta.key`` (or its id) and its value is its text. Records are
 rendered as one JSON object, one record a line, in placement order, so the likeliest keys sit at
-the edges; the query is the key asked for. JSON escaping makes forging structure impossible.
+the edges; the query is the key asked for. JSON escaping makes forging structure impossible; a
+caller's ``system`` text replaces the instruction and is indented on every line (see ``quote``).
 """
 
 from __future__ import annotations
 
-from .base import Item, Rendered, RenderInput, attr, layout
+from .base import Item, Rendered, RenderInput, attr, layout, quote
 
 INSTRUCTION = "Extract the value corresponding to the specified key in the JSON object below."
 
@@ -28,7 +29,7 @@ class KV:
         return record(item) + ",\n "
 
     def render(self, inp: RenderInput) -> Rendered:
-        head = inp.system or INSTRUCTION
+        head = quote(inp.system) if inp.system else INSTRUCTION  # the caller's text is indented like any payload
         if inp.profile:
             head += "\n\nUser profile: " + attr(inp.profile)
         body = "{" + ",\n ".join(record(i) for i in inp.items) + "}"

@@ -3,12 +3,13 @@
 One line per document, ``Document [i](Title: T) text``, then ``Question: Q`` and ``Answer:``.
 With ``query_aware`` the question is also asked before the documents. Titles are put on one line
 with balanced parentheses; a summarised or truncated chunk says so before its title
-(``Document [i](Summary; Title: T)``). Further lines of a text are indented (see ``quote``).
+(``Document [i](Summary; Title: T)``). Further lines of a text are indented (see ``quote``); a
+caller's ``system`` text replaces the instruction and is indented on every line, the first included.
 """
 
 from __future__ import annotations
 
-from .base import Item, Rendered, RenderInput, layout, one_line, quote_tail
+from .base import Item, Rendered, RenderInput, layout, one_line, quote, quote_tail
 
 INSTRUCTION = (
     "Write a high-quality answer for the given question using only the provided search results "
@@ -41,7 +42,7 @@ class Paper:
         return doc_line(item, 99)  # two-digit index: the common case, and re-counted after rendering
 
     def render(self, inp: RenderInput) -> Rendered:
-        head = inp.system or INSTRUCTION
+        head = quote(inp.system) if inp.system else INSTRUCTION  # the caller's text is indented like any payload
         if inp.profile:
             head += "\n\nUser profile: " + quote_tail(inp.profile)
         question = "Question: " + quote_tail(inp.query)

@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import get_scorer, scorer  # noqa: F401  (get_scorer: for the doctest)
-from .dense import EXTRA_HINT, EmbeddingCache, Encoder, batches, need, onnx_session
+from .dense import EmbeddingCache
+from .onnx import EXTRA_HINT, Encoder, batches, need, onnx_session
 
 
 def find_model(path: str | Path) -> tuple[str, Path, Path]:
@@ -126,14 +127,16 @@ class CrossEncoderScorer:
         return {**self.cache.stats(), "scored": self.scored}
 
 
-_loaded: dict[str, CrossEncoderScorer] = {}
+_loaded: dict[str, CrossEncoderScorer] = {}  # one scorer (model session and cache) per path
+_loaded_lock = threading.Lock()
 
 
 @scorer("cross")
 def _make_cross(arg: str | None) -> CrossEncoderScorer:
     if not arg:
         raise ConfigError(f"the cross scorer needs a model path: cross:PATH (an .onnx file or a folder); {EXTRA_HINT}")
-    s = _loaded.get(arg)
-    if s is None:
-        s = _loaded[arg] = CrossEncoderScorer(arg)
-    return s
+    with _loaded_lock:  # building one only checks the path (the model loads on first use)
+        s = _loaded.get(arg)
+        if s is None:
+            s = _loaded[arg] = CrossEncoderScorer(arg)
+        return s
