@@ -7,6 +7,8 @@ in tokens. Documents follow, and the question comes last, where attention is hig
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Rendered, RenderInput, doc_block, layout, quote, section, section_parts
 
 SYSTEM = (
@@ -20,6 +22,12 @@ HEADERS = {"system": "System", "profile": "User profile", "documents": "Document
 
 class Layered:
     name = "layered"
+
+    def parse(self, prompt: str) -> Any:
+        """Read a prompt this layout rendered back into sections and exact chunk texts."""
+        from .parse import parse_blocks
+
+        return parse_blocks(prompt)
     block = staticmethod(doc_block)
 
     def render(self, inp: RenderInput) -> Rendered:

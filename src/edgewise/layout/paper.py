@@ -9,6 +9,8 @@ caller's ``system`` text replaces the instruction and is indented on every line,
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Item, Rendered, RenderInput, layout, one_line, quote, quote_tail
 
 INSTRUCTION = (
@@ -37,6 +39,12 @@ def doc_line(item: Item, index: int) -> str:
 
 class Paper:
     name = "paper"
+
+    def parse(self, prompt: str) -> Any:
+        """Read a prompt this layout rendered back into sections and exact chunk texts."""
+        from .parse import parse_paper
+
+        return parse_paper(prompt)
 
     def block(self, item: Item) -> str:
         return doc_line(item, 99)  # two-digit index: the common case, and re-counted after rendering

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ConfigError, InputError
 from .base import INDENT, unquote, unquote_tail
@@ -45,13 +46,17 @@ _ATTR = re.compile(r'\s*(\w+)=("(?:[^"\\]|\\.)*")')
 _SECTION_KEYS = {"Section A: key facts": "A", "Section B: extended context": "B", "Section C: critical reminders": "C"}
 
 
-def parse(prompt: str, layout: str) -> Parsed:
-    """Parse a prompt rendered by the ``sections``, ``layered`` or ``paper`` layout."""
-    if layout in ("sections", "layered"):
-        return _parse_blocks(prompt)
-    if layout == "paper":
-        return _parse_paper(prompt)
-    raise ConfigError(f"parse supports the layouts sections, layered and paper, but got {layout!r}")
+def parse(prompt: str, layout: Any) -> Parsed:
+    """Parse a prompt rendered by ``layout`` (a name or a layout object): any layout with a
+    ``parse(prompt)`` method, the built-in ``sections``, ``layered`` and ``paper`` among them."""
+    from .base import get_layout
+
+    lay = get_layout(layout)
+    reader = getattr(lay, "parse", None)
+    if reader is None:
+        raise ConfigError(f"layout {lay.name!r} cannot be parsed back (it has no parse method); "
+                          "sections, layered and paper can")
+    return reader(prompt)
 
 
 def _attrs(text: str) -> dict[str, str]:
@@ -66,7 +71,7 @@ def _attrs(text: str) -> dict[str, str]:
     return out
 
 
-def _parse_blocks(prompt: str) -> Parsed:
+def parse_blocks(prompt: str) -> Parsed:
     out = Parsed()
     lines = prompt.split("\n")
     current = ""
@@ -109,7 +114,7 @@ def _parse_blocks(prompt: str) -> Parsed:
 _DOC = re.compile(r"^Document \[(\d+)\]\((Summary; |Truncated; )?Title: ")
 
 
-def _parse_paper(prompt: str) -> Parsed:
+def parse_paper(prompt: str) -> Parsed:
     out = Parsed()
     lines = prompt.split("\n")
     i = 0

@@ -8,6 +8,8 @@ in placement order. Summaries of key facts, when the budget allows, follow as re
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Item, Rendered, RenderInput, attr, doc_block, layout, quote, section, section_parts
 
 SYSTEM = (
@@ -55,6 +57,12 @@ def reminder_block(item: Item) -> str:
 
 class Sections:
     name = "sections"
+
+    def parse(self, prompt: str) -> Any:
+        """Read a prompt this layout rendered back into sections and exact chunk texts."""
+        from .parse import parse_blocks
+
+        return parse_blocks(prompt)
 
     def key_facts(self, high_importance_k: int) -> int:
         """The top ``high_importance_k`` chunks are budgeted first and open or close the prompt."""
