@@ -166,3 +166,12 @@ def test_cli_flags_come_from_the_options(tmp_path):
     bad = run("pack", "-q", "q", "-c", str(f), "--summaries", "llm")
     assert bad.returncode == 2 and "invalid choice: 'llm'" in bad.stderr
     assert run("--version").stdout.strip() == f"edgewise {edgewise.__version__}"
+
+
+def test_fixed_layers_are_rendered_or_refused_never_dropped():
+    layered = pack("q", ["a"], layout="layered", instructions="Answer in French.", tokenizer="words")
+    assert "[Task instructions]\n  Answer in French.\n" in layered.prompt
+    for name in ("paper", "kv"):
+        for layer in ("instructions", "expected_output"):
+            with pytest.raises(ConfigError, match=f"layout '{name}' has no place for {layer}; put them in system="):
+                pack("q", [{"text": "a", "meta": {"key": "k"}}], layout=name, **{layer: "x"})

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from ..chunk import Chunk
+from ..errors import ConfigError
 from ..registry import Registry
 
 Form = Literal["whole", "summary", "truncated"]
@@ -195,3 +196,12 @@ def section_parts(header: str, blocks: list[str]) -> list[str]:
     was budgeted, is reused for the whole prompt. The last block carries the blank line.
     """
     return [f"[{header}]\n"] + [b + "\n" for b in blocks[:-1]] + [blocks[-1] + "\n\n"]
+
+
+def refuse_layers(inp: RenderInput, layout_name: str) -> None:
+    """A layout that reproduces a fixed prompt (the paper's) has no place for instructions or an
+    expected-output note: refuse them rather than drop them silently."""
+    given = [n for n, v in (("instructions", inp.instructions), ("expected_output", inp.expected_output)) if v]
+    if given:
+        raise ConfigError(f"layout {layout_name!r} has no place for {' or '.join(given)}; put them in system=, "
+                          "or use the sections or layered layout")

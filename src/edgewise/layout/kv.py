@@ -8,7 +8,7 @@ caller's ``system`` text replaces the instruction and is indented on every line 
 
 from __future__ import annotations
 
-from .base import Item, Rendered, RenderInput, attr, layout, quote
+from .base import Item, Rendered, RenderInput, attr, layout, quote, refuse_layers
 
 INSTRUCTION = "Extract the value corresponding to the specified key in the JSON object below."
 
@@ -29,6 +29,7 @@ class KV:
         return record(item) + ",\n "
 
     def render(self, inp: RenderInput) -> Rendered:
+        refuse_layers(inp, "kv")
         head = quote(inp.system) if inp.system else INSTRUCTION  # the caller's text is indented like any payload
         if inp.profile:
             head += "\n\nUser profile: " + attr(inp.profile)

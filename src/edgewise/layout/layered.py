@@ -22,16 +22,18 @@ HEADERS = {"system": "System", "profile": "User profile", "documents": "Document
 
 class Layered:
     name = "layered"
+    block = staticmethod(doc_block)
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""
         from .parse import parse_blocks
 
         return parse_blocks(prompt)
-    block = staticmethod(doc_block)
 
     def render(self, inp: RenderInput) -> Rendered:
         stable = [section(HEADERS["system"], quote(inp.system or SYSTEM))]
+        if inp.instructions:
+            stable.append(section("Task instructions", quote(inp.instructions)))
         if inp.profile:
             stable.append(section(HEADERS["profile"], quote(inp.profile)))
         system = "\n\n".join(stable)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Item, Rendered, RenderInput, layout, one_line, quote, quote_tail
+from .base import Item, Rendered, RenderInput, layout, one_line, quote, quote_tail, refuse_layers
 
 INSTRUCTION = (
     "Write a high-quality answer for the given question using only the provided search results "
@@ -50,6 +50,7 @@ class Paper:
         return doc_line(item, 99)  # two-digit index: the common case, and re-counted after rendering
 
     def render(self, inp: RenderInput) -> Rendered:
+        refuse_layers(inp, "paper")
         head = quote(inp.system) if inp.system else INSTRUCTION  # the caller's text is indented like any payload
         if inp.profile:
             head += "\n\nUser profile: " + quote_tail(inp.profile)
