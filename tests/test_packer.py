@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import edgewise
-from edgewise import BudgetError, ConfigError, InputError, PackOptions, Packer, pack, variants
+from edgewise import BudgetError, ConfigError, InputError, Packer, PackOptions, pack, variants
 from edgewise.debug import CHUNK_KEYS
 
 CHUNKS = [

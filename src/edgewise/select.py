@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .chunk import Chunk
 from .checks import check_int, check_number
+from .chunk import Chunk
 from .layout.base import Item
 from .tokens import Tokenizer
 

@@ -94,7 +94,7 @@ def add_commands(subparsers: Any) -> None:
     r.add_argument("--docs", type=int, help="qa: documents per question (default 10)")
     r.add_argument("--lengths", help="needle: comma-separated context lengths in tokens (default 250,500,1000)")
     r.add_argument("--data", help="data file (custom: the JSONL; kv/qa/needle: override the shared data)")
-    r.add_argument("--layout", default="paper", help="custom: layout of the baseline prompt (default paper)")
+    r.add_argument("--task-layout", dest="layout", default="paper", help="custom: layout of the baseline prompt (default paper)")
     r.add_argument("--metric", default="best_subspan_em", help="custom: best_subspan_em or kv_exact")
     r.add_argument("--seed", type=int, help="sampling seed for the examples (default 0)")
     r.add_argument("--max-tokens", type=int, help="answer length limit")
