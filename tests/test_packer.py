@@ -175,3 +175,12 @@ def test_fixed_layers_are_rendered_or_refused_never_dropped():
         for layer in ("instructions", "expected_output"):
             with pytest.raises(ConfigError, match=f"layout '{name}' has no place for {layer}; put them in system="):
                 pack("q", [{"text": "a", "meta": {"key": "k"}}], layout=name, **{layer: "x"})
+
+
+def test_paper_layout_without_documents_is_the_papers_closed_book_prompt():
+    assert pack("who wrote hamlet?", [], layout="paper").prompt == (
+        "Write a high-quality answer for the given question.\n\nQuestion: who wrote hamlet?\nAnswer:")
+    # with documents, the budget was reserved for the longer open-book instruction
+    out = pack("q", ["Shakespeare wrote Hamlet."], layout="paper", budget=60)
+    assert out.prompt.startswith("Write a high-quality answer for the given question using only the provided search")
+    assert out.debug_info.prompt_tokens <= 60

@@ -27,10 +27,11 @@ moment resumes with nothing lost and nothing duplicated.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -39,12 +40,11 @@ from ..errors import ConfigError, EdgewiseError, InputError
 from ..options import PackOptions
 from .backends import Backend
 from .metrics import get_metric
-from .store import Store, result_key
+from .store import Store, plan_cells
 from .tasks import Example, Task, arrange
 
 STOP = ("\n",)
 REFERENCE = ("closedbook", "oracle")
-CLOSEDBOOK_INSTRUCTION = "Write a high-quality answer for the given question."
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
     from ..pack import pack
 
     if condition.name == "closedbook":
-        packed = pack(example.question, [], layout=task.layout, system=CLOSEDBOOK_INSTRUCTION if task.layout == "paper" else None)
+        packed = pack(example.question, [], layout=task.layout)  # paper: the paper's closed-book prompt
         return Prompt(packed.prompt, None, 0, packed.debug_info.prompt_tokens)
     if condition.name == "oracle":
         key = next(c for c in example.chunks if c["id"] == example.key_id)
@@ -160,7 +160,7 @@ def _pruned(query: str, chunks: list[dict[str, Any]], threshold: Any, scorer: st
 
 @dataclass
 class Summary:
-    """What a call to :func:`run` did."""
+    """What a call to :func:`run` did: ``total`` results planned, ``skipped`` already stored, ``done`` now."""
 
     out_dir: str
     total: int
@@ -169,49 +169,28 @@ class Summary:
     seconds: float
 
 
-class Progress:
-    """A one-line progress bar with rate and ETA on stderr (plain lines when not a terminal)."""
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C: every answer received is stored and the run directory unlocked.
 
-    def __init__(self, total: int, label: str = "eval", stream: TextIO | None = None, enabled: bool = True) -> None:
-        self.total, self.label, self.n = total, label, 0
-        self.stream = stream or sys.stderr
-        self.enabled = enabled and total > 0
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.monotonic()
-        self._last_pct = -1
+    It is a :class:`KeyboardInterrupt`, so code that does not know it still stops; the CLI prints its
+    message as one line. ``summary`` says how far the run got.
+    """
 
-    def update(self, correct: float | None = None) -> None:
-        self.n += 1
-        if not self.enabled:
-            return
-        pct = 100 * self.n // self.total
-        if not self.tty and pct // 10 == self._last_pct // 10 and self.n != self.total:
-            return
-        self._last_pct = pct
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.n * (self.total - self.n)
-        bar = "#" * (pct // 5) + "." * (20 - pct // 5)
-        line = f"{self.label} [{bar}] {self.n}/{self.total} {pct}% {elapsed / self.n:.2f}s/it ETA {_clock(eta)}"
-        self.stream.write(("\r" + line) if self.tty else line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds + 0.5), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+    def __init__(self, summary: Summary) -> None:
+        left = summary.total - summary.skipped - summary.done
+        super().__init__(f"stopped; run the same command to resume ({summary.done} answers stored now, {left} left)")
+        self.summary = summary
 
 
 def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out_dir: str, *,
-        progress: bool = True, stream: TextIO | None = None) -> Summary:
+        progress: bool | None = None, stream: TextIO | None = None) -> Summary:
     """Ask ``backend`` every (example, position, condition) not yet in ``out_dir``'s store.
 
-    A backend error (after its retries) stops the run and is raised; what was answered is kept.
+    The run directory is locked for the whole run (a second runner on it stops with
+    :class:`~edgewise.eval.store.RunLocked`); ``run.json`` records the plan (every result the run
+    asks for), so a report can tell an incomplete grid. A backend error (after its retries) stops the
+    run and is raised; Ctrl-C raises :class:`Interrupted`; in both cases what was answered is kept.
+    ``progress``: a bar on ``stream`` (stderr), ``None`` only when it is a terminal.
     """
     conds = [c if isinstance(c, Condition) else parse_condition(c) for c in conditions]
     if not conds:
@@ -220,50 +199,64 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
     if len(set(names)) != len(names):
         raise InputError(f"conditions must be distinct, but got {names}")
     metric = get_metric(task.metric)
-    store = Store(out_dir)
-    decoding = {**backend.describe(), "max_tokens": task.max_tokens, "stop": list(STOP)}
-    store.write_manifest({"task": task.name, "task_params": task.params, "positions": task.positions,
-                          "position_unit": task.position_unit, "conditions": names, "backend": decoding,
-                          "metric": task.metric, "layout": task.layout})
-    # fail on a bad condition before any request
-    for c in conds:
+    for c in conds:  # fail on a bad condition before any request
         build_prompt(task, task.examples[0], task.positions[0], c)
-
+    decoding = {**backend.describe(), "max_tokens": task.max_tokens, "stop": list(STOP)}
     # what identifies an example's content: not how many were asked for (a longer run reuses a shorter one)
     identity = {k: v for k, v in task.params.items() if k not in ("examples", "lengths", "offset")}
-    done = store.keys()
-    jobs = []
-    for ex in task.examples:
-        for pos in task.positions:
-            for c in conds:
-                if not c.positional and pos != task.positions[0]:
-                    continue
-                at = pos if c.positional else None
-                key = result_key(task=task.name, task_params=identity, example=ex.id, condition=c.name,
-                                 position=at, model=backend.model, decoding=decoding)
-                if key not in done:
-                    jobs.append((key, ex, at, c))
-    positional = sum(c.positional for c in conds)
-    total = len(task.examples) * (len(task.positions) * positional + len(conds) - positional)
-    bar = Progress(len(jobs), f"{task.name} {backend.model}", stream, progress)
+    plan = json.loads(json.dumps({  # as run.json will hold it, so a report finds the same keys
+        "examples": [ex.id for ex in task.examples], "positions": list(task.positions),
+        "grid": [[c.name, list(task.positions) if c.positional else [None]] for c in conds],
+        "key": {"task": task.name, "task_params": identity, "model": backend.model, "decoding": decoding},
+    }))
+    examples = {ex.id: ex for ex in task.examples}
+    by_name = {c.name: c for c in conds}
+    store = Store(out_dir)
+    with store.lock():
+        store.write_manifest({"task": task.name, "task_params": task.params, "positions": task.positions,
+                              "position_unit": task.position_unit, "conditions": names, "backend": decoding,
+                              "model": backend.model, "metric": task.metric, "layout": task.layout, "plan": plan})
+        done = store.keys()
+        cells = list(plan_cells(plan))
+        jobs = [(key, examples[e], pos, by_name[c]) for key, e, pos, c in cells if key not in done]
+        return _ask(task, jobs, backend, metric, store, Summary(str(out_dir), len(cells), len(cells) - len(jobs), 0, 0.0),
+                    progress, stream)
+
+
+def _ask(task: Task, jobs: list[tuple[str, Example, int | None, Condition]], backend: Backend,
+         metric: Callable[[str, Sequence[str]], float], store: Store, summary: Summary, progress: bool | None,
+         stream: TextIO | None) -> Summary:
+    """Answer ``jobs`` (serially, or ``backend.concurrency`` at a time) into the store; fills ``summary``."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"{task.name} {backend.model}", unit="answer", file=stream or sys.stderr,
+               dynamic_ncols=True, disable=True if not jobs else (None if progress is None else not progress))
     start = time.monotonic()
     lock = threading.Lock()
+    closed = threading.Event()  # set when the run ends: a late answer from a worker is not stored
+    score = [0.0]
 
-    def one(job: tuple[str, Example, int, Condition]) -> None:
+    def one(job: tuple[str, Example, int | None, Condition]) -> None:
         key, ex, pos, c = job
         prompt = build_prompt(task, ex, pos, c)
         out = backend.complete(prompt.text, max_tokens=task.max_tokens, stop=STOP)
         correct = metric(out.text, ex.answers)
-        store.append({
+        record = {
             "key": key, "task": task.name, "example": ex.id, "condition": c.name, "position": pos,
             "slot": None if pos is None else task.slot(ex, pos), "prompt_position": prompt.prompt_position, "n_docs": prompt.n_docs,
             "model": backend.model, "backend": backend.name, "prediction": out.text, "answers": ex.answers,
             "correct": correct, "prompt_tokens": out.prompt_tokens, "packed_tokens": prompt.packed_tokens,
             "completion_tokens": out.completion_tokens, "seconds": round(out.seconds, 4), "attempts": out.attempts,
             "meta": ex.meta, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        })
+        }
         with lock:
-            bar.update(correct)
+            if closed.is_set():
+                return
+            store.append(record)
+            summary.done += 1
+            score[0] += correct
+            bar.set_postfix_str(f"accuracy {score[0] / summary.done:.2f}", refresh=False)
+            bar.update(1)
 
     try:
         workers = max(1, int(getattr(backend, "concurrency", 1)))
@@ -271,14 +264,22 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
             for job in jobs:
                 one(job)
         else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            pool = ThreadPoolExecutor(max_workers=workers)
+            try:
                 futures = [pool.submit(one, j) for j in jobs]
                 finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
                 failed = next((f for f in finished if f.exception() is not None), None)
                 if failed is not None:
-                    for f in futures:
-                        f.cancel()
                     raise failed.exception()  # type: ignore[misc]
+            finally:  # drop what has not started; let the requests in flight finish and be stored
+                pool.shutdown(wait=True, cancel_futures=True)
+    except KeyboardInterrupt:
+        closed.set()
+        summary.seconds = time.monotonic() - start
+        raise Interrupted(summary) from None
     finally:
+        with lock:
+            closed.set()
         bar.close()
-    return Summary(str(out_dir), total, total - len(jobs), len(jobs), time.monotonic() - start)
+    summary.seconds = time.monotonic() - start
+    return summary

@@ -17,6 +17,8 @@ INSTRUCTION = (
     "Write a high-quality answer for the given question using only the provided search results "
     "(some of which might be irrelevant)."
 )
+# the paper's closed-book prompt: what this layout renders when it is given no documents
+CLOSED_BOOK = "Write a high-quality answer for the given question."
 LABELS = {"whole": "", "summary": "Summary; ", "truncated": "Truncated; "}
 
 
@@ -50,8 +52,16 @@ class Paper:
         return doc_line(item, 99)  # two-digit index: the common case, and re-counted after rendering
 
     def render(self, inp: RenderInput) -> Rendered:
+        """The paper's prompt; with no documents, its closed-book prompt."""
+        return self._render(inp, INSTRUCTION if inp.items else CLOSED_BOOK)
+
+    def render_fixed(self, inp: RenderInput) -> Rendered:
+        """The fixed part as it is with documents (the budget is reserved for that prompt)."""
+        return self._render(inp, INSTRUCTION)
+
+    def _render(self, inp: RenderInput, instruction: str) -> Rendered:
         refuse_layers(inp, "paper")
-        head = quote(inp.system) if inp.system else INSTRUCTION  # the caller's text is indented like any payload
+        head = quote(inp.system) if inp.system else instruction  # the caller's text is indented like any payload
         if inp.profile:
             head += "\n\nUser profile: " + quote_tail(inp.profile)
         question = "Question: " + quote_tail(inp.query)
