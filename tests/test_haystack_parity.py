@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from edgewise import EdgewiseError
 
-pytest.importorskip("haystack")
+pytest.importorskip("haystack", reason="needs haystack-ai: pip install -e '.[haystack]'")
 
 from haystack import Document, Pipeline  # noqa: E402
 from haystack.components.builders import PromptBuilder  # noqa: E402

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from edgewise import ConfigError, InputError
 
-pytest.importorskip("haystack")
-pytest.importorskip("langchain_core")
-pytest.importorskip("llama_index.core")
+pytest.importorskip("haystack", reason="needs haystack-ai: pip install -e '.[haystack]'")
+pytest.importorskip("langchain_core", reason="needs langchain-core: pip install -e '.[langchain]'")
+pytest.importorskip("llama_index.core", reason="needs llama-index-core: pip install -e '.[llamaindex]'")
 
 from haystack import Document  # noqa: E402
 from haystack.components.rankers import LostInTheMiddleRanker  # noqa: E402
@@ -99,7 +99,7 @@ def test_langchain_reorder_returns_what_long_context_reorder_returns(n):
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_langchain_reorder_beside_the_real_long_context_reorder():
     community = pytest.importorskip("langchain_community.document_transformers",
-                                    reason="LangChain's LongContextReorder ships in langchain-community")
+                                    reason="LangChain's LongContextReorder ships in langchain-community: pip install -e '.[dev]'")
     for n in range(12):
         docs = lc_docs(n)
         theirs = community.LongContextReorder().transform_documents(docs)

@@ -5,6 +5,8 @@ import pytest
 from edgewise import InputError, get_tokenizer, pack, parse
 from edgewise.eval.nq import has_answer
 
+MODELS = pytest.mark.models  # with the models extra installed, prune and summaries="auto" run the dense model
+
 
 def nq_chunks(rows, n=6):
     """The gold passage of the first row and the passages of other rows as distractors."""
@@ -15,6 +17,7 @@ def nq_chunks(rows, n=6):
     return row["question"], row["answers"], chunks
 
 
+@MODELS
 def test_pruning_keeps_the_answer_and_cuts_tokens(nq_rows):
     kept_answer = 0
     saved = []
@@ -32,6 +35,7 @@ def test_pruning_keeps_the_answer_and_cuts_tokens(nq_rows):
     assert sum(saved) / len(saved) > 0.2
 
 
+@MODELS
 def test_automatic_summaries_are_extractive_within_their_cap_and_marked(nq_rows):
     question, _, chunks = nq_chunks(nq_rows, 8)
     tok = get_tokenizer("cl100k_base")

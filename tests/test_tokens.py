@@ -66,7 +66,7 @@ def test_each_distinct_text_is_encoded_once():
 
 
 def test_hf_tokenizer_json(tmp_path):
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = pytest.importorskip("tokenizers", reason="needs tokenizers: pip install -e '.[hf]'")
     from tokenizers import models, pre_tokenizers
 
     vocab = {"[UNK]": 0, "hello": 1, "world": 2, "!": 3}
@@ -81,6 +81,7 @@ def test_hf_tokenizer_json(tmp_path):
 def test_unknown_tokenizer_names_the_value_and_the_choices():
     with pytest.raises(ConfigError, match=r"unknown tokenizer 'gpt5'; choose one of: cl100k_base, o200k_base"):
         get_tokenizer("gpt5")
+    pytest.importorskip("tokenizers", reason="needs tokenizers: pip install -e '.[hf]'")
     with pytest.raises(ConfigError, match="could not be loaded"):
         get_tokenizer("hf:/nonexistent/tokenizer.json")
 

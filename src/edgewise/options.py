@@ -225,6 +225,28 @@ def _names(registry: str) -> str:
     return ", ".join(names())
 
 
+def _argument_kwargs(name: str, spec: Spec, default: Any) -> dict[str, Any]:
+    help_text = spec.help
+    if spec.kind == "name" and spec.registry:
+        help_text += f"; one of: {_names(spec.registry)}"
+    if spec.kind == "text":
+        help_text += " (or @FILE)"
+    if default not in (None, False):
+        help_text += f" (default {default})"
+    kw: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%")}
+    if spec.kind == "bool":
+        return {**kw, "action": "store_true"}
+    if spec.kind == "int":
+        kw["type"] = int
+    elif spec.kind in ("number", "positive", "unit"):
+        kw["type"] = float
+    elif spec.kind == "choice":
+        kw["choices"] = spec.choices
+    if spec.kind == "text":
+        kw["metavar"] = "TEXT|@FILE"
+    return kw
+
+
 def add_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = (), defaults: Mapping[str, Any] | None = None) -> None:
     """Add one flag per option to ``parser``. Unset flags stay absent (defaults live in PackOptions).
 
@@ -235,30 +257,20 @@ def add_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] =
     for name, spec in _SPECS.items():
         if name in exclude:
             continue
-        flag = "--" + name.replace("_", "-")
-        flags = [flag] + ([spec.short] if spec.short else [])
-        default = defaults.get(name, _DEFAULTS[name])
-        help_text = spec.help
-        if spec.kind == "name" and spec.registry:
-            help_text += f"; one of: {_names(spec.registry)}"
-        if spec.kind == "text":
-            help_text += " (or @FILE)"
-        if default not in (None, False):
-            help_text += f" (default {default})"
-        kw: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
-        if spec.kind == "bool":
-            group.add_argument(*flags, action="store_true", **kw)
-            continue
-        if spec.kind == "int":
-            kw["type"] = int
-        elif spec.kind in ("number", "positive", "unit"):
-            kw["type"] = float
-        elif spec.kind == "choice":
-            kw["choices"] = spec.choices
-        if spec.kind == "text":
-            kw["metavar"] = "TEXT|@FILE"
-        group.add_argument(*flags, **kw)
+        flags = ["--" + name.replace("_", "-")] + ([spec.short] if spec.short else [])
+        group.add_argument(*flags, default=argparse.SUPPRESS, **_argument_kwargs(name, spec, defaults.get(name, _DEFAULTS[name])))
     parser.set_defaults(_pack_defaults=defaults)
+
+
+def option_argument(parser: argparse.ArgumentParser, name: str, *flags: str, default: Any = None, help: str | None = None) -> None:
+    """One option as a flag of another command, under its own flag names (``edgewise prune --scorer``
+    is the option ``prune_scorer``): type, choices and checks still come from the option."""
+    spec = _SPECS[name]
+    value = _DEFAULTS[name] if default is None else default
+    kw = _argument_kwargs(name, spec, value)
+    if help is not None:
+        kw["help"] = help.replace("%", "%%") + (f" (default {value})" if value not in (None, False) else "")
+    parser.add_argument(*flags, default=value, **kw)
 
 
 def from_args(args: argparse.Namespace, read_text: Any = None) -> PackOptions:

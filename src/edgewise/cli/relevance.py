@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from ..options import option_argument
 from .io import dump, read_chunk_list, text_arg, write_out
 
 
@@ -61,7 +62,7 @@ def cmd_prune(a: argparse.Namespace) -> None:
     _check_threshold(a.threshold)
     chunks = _chunks(a.chunks)
     out = []
-    for c, p in zip(chunks, prune(query, chunks, a.threshold, relative=a.relative, scorer=a.scorer)):
+    for c, p in zip(chunks, prune(query, chunks, a.threshold, relative=a.relative, scorer=a.prune_scorer)):
         out.append(p.apply(c).to_dict())
     dump(out)
 
@@ -96,7 +97,7 @@ def cmd_highlight(a: argparse.Namespace) -> None:
         chunks = [Chunk(id="text", text=text_arg(a.text, "text") or "")]
     else:
         chunks = _chunks(a.chunks)
-    results = [(c, highlight(query, c.text, threshold=a.threshold, title=c.title, scorer=a.scorer)) for c in chunks]
+    results = [(c, highlight(query, c.text, threshold=a.threshold, title=c.title, scorer=a.prune_scorer)) for c in chunks]
     if a.format == "json":
         dump([{"id": c.id, "spans": [s.to_dict() for s in spans]} for c, spans in results])
     elif a.format == "html":
@@ -125,13 +126,12 @@ def add_commands(subparsers: Any) -> None:
     def sentence_opts(p: argparse.ArgumentParser) -> None:
         p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                        help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")
-        p.add_argument("--scorer", default="auto", choices=["auto", "dense", "lexical"],
-                       help="sentence scorer: dense (models extra), lexical, or auto")
+        option_argument(p, "prune_scorer", "--scorer", help="sentence scorer: dense (models extra), lexical, or auto")
 
     p = subparsers.add_parser("score", help="score chunks against a query; JSON with scores and ranks")
     common(p)
-    p.add_argument("--scorer", "-s", default="bm25",
-                   help=f"one of: {', '.join(n for n in scorer_names() if n != 'given')} (cross:PATH, dense:PATH)")
+    option_argument(p, "scorer", "--scorer", "-s", default="bm25",
+                    help=f"one of: {', '.join(n for n in scorer_names() if n != 'given')} (cross:PATH, dense:PATH)")
     p.add_argument("--sort", action="store_true", help="print best first (default: input order)")
     p.add_argument("--stats", action="store_true", help="print the scorer's cache statistics on stderr")
     p.set_defaults(func=cmd_score)
