@@ -1,23 +1,45 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+# every extra: `make test` runs the whole suite, so nothing in it is skipped for a missing package
+EXTRAS := dev,hf,models,eval,integrations,bench
+# the fast tier's: every extra but eval (llama-cpp-python's 7-minute build); pytest collects the
+# doctests of every module in src/, the model scorers' and the adapters' too
+CHECK_EXTRAS := dev,hf,models,integrations
 
-.PHONY: demo test bench clean
+.PHONY: demo test check bench clean
 
-$(BIN)/edgewise: pyproject.toml
+# One stamp per install, so that `make demo` (the core only) followed by `make test` still installs
+# the extras. A bigger install touches the smaller stamps: it holds what they hold.
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,hf,models,eval,integrations]'
+
+$(VENV)/.installed-core: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
 	touch $@
 
-demo: $(BIN)/edgewise
+$(VENV)/.installed-check: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[$(CHECK_EXTRAS)]'
+	touch $@ $(VENV)/.installed-core
+
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[$(EXTRAS)]'
+	touch $@ $(VENV)/.installed-check $(VENV)/.installed-core
+
+# the core only (no model, no llama.cpp build, no framework), then the packed example prompt
+demo: $(VENV)/.installed-core
 	$(BIN)/edgewise pack --query @examples/query.txt --chunks examples/chunks.json --budget 2000 --table
 
-test: $(BIN)/edgewise
+# the whole suite, every tier
+test: $(VENV)/.installed-all
 	$(BIN)/python -m pytest src tests
 
-bench: $(BIN)/edgewise
-	$(BIN)/pip install --quiet -e '.[bench]'
+# the fast tier, for the inner loop: no real LLM, no fresh virtualenv, no ONNX model
+check: $(VENV)/.installed-check
+	$(BIN)/python -m pytest src tests -m "not slow and not models"
+
+bench: $(VENV)/.installed-all
 	$(BIN)/python benchmarks/pack.py
 
 clean:

@@ -25,6 +25,7 @@ for the cores; ``--clock wall`` gives elapsed time. Every packed prompt is re-en
 against edgewise's own count and the budget (a warning goes to stderr if either fails).
 
     .venv/bin/python benchmarks/pack.py [--reps 9] [--sizes 20,200,2000] [--budgets 4000,32000] [--clock cpu]
+        [--data FILE|DIR]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 import edgewise  # noqa: E402
 from edgewise.tokens import get_tokenizer  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared/data/nq-open-oracle-dev.jsonl.gz"
+DATA_FILE = "nq-open-oracle-dev.jsonl.gz"
 TOKENIZER = "cl100k_base"
 WORDS_PER_CHUNK = 110  # NQ passages run ~1.36 cl100k tokens a word: ~150 tokens
 WORDS_PER_TOKEN = 1 / 1.3  # the rule of thumb that turns a token budget into Haystack's word threshold
@@ -66,7 +67,7 @@ class Corpus:
     questions: list[str]
 
 
-def load_corpus(path: Path = DATA) -> Corpus:
+def load_corpus(path: Path) -> Corpus:
     words: list[str] = []
     titles: list[str] = []
     questions: list[str] = []
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="cpu: process CPU time (default; robust to other load); wall: elapsed time")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", help=f"{DATA_FILE} or its folder (default: $EDGEWISE_DATA, else ../shared/data)")
     args = parser.parse_args(argv)
     global clock
     clock = CLOCKS[args.clock]
@@ -292,7 +294,9 @@ def main(argv: list[str] | None = None) -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
 
     started, load_before = time.perf_counter(), load()
-    maker = ChunkMaker(load_corpus(), args.seed)
+    from edgewise.eval.data import data_path
+
+    maker = ChunkMaker(load_corpus(data_path(DATA_FILE, args.data)), args.seed)
     haystack = load_haystack()
     if haystack is None:
         print("haystack-ai is not installed (pip install -e '.[bench]'): its columns read n/a", file=sys.stderr)

@@ -1,41 +1,27 @@
 import gzip
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
+# The evaluation data the tests need ships with them (tests/data/README.md says what and from where),
+# so the suite never depends on a folder outside the checkout. The library and every CLI subprocess
+# the tests start resolve their data through $EDGEWISE_DATA: point it here, whatever it was.
+DATA = ROOT / "tests" / "data"
 NEEDED = ("nq-open-oracle-dev.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz")
-
-
-def _find_data() -> Path:
-    """The shared evaluation data: $EDGEWISE_DATA, else ../shared/data beside the checkout, else
-    beside the repository this one was cloned from (a scratch clone made elsewhere)."""
-    if os.environ.get("EDGEWISE_DATA"):
-        return Path(os.environ["EDGEWISE_DATA"])
-    candidates = [ROOT.parent / "shared" / "data"]
-    origin = subprocess.run(["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
-                            capture_output=True, text=True).stdout.strip()
-    if origin and Path(origin).is_dir():
-        candidates.append(Path(origin).resolve().parent / "shared" / "data")
-    return next((c for c in candidates if c.is_dir()), candidates[0])
-
-
-DATA = _find_data()
-# the library and the CLI subprocesses the tests start resolve the same folder
 os.environ["EDGEWISE_DATA"] = str(DATA)
+# not test modules: the plugin packages a test installs into a venv, and the data
+collect_ignore = ["plugin_pkg", "data"]
 
 
 def pytest_configure(config):
     missing = [name for name in NEEDED if not (DATA / name).is_file()]
     if missing:
-        raise pytest.UsageError(
-            f"the shared evaluation data must be in ../shared/data beside the checkout or in $EDGEWISE_DATA, "
-            f"but {DATA} lacks {', '.join(missing)}"
-        )
+        raise pytest.UsageError(f"the test data must be in {DATA}, but it lacks {', '.join(missing)}")
+
 
 settings.register_profile("edgewise", deadline=None, print_blob=True)
 settings.load_profile("edgewise")
@@ -43,7 +29,7 @@ settings.load_profile("edgewise")
 
 @pytest.fixture(scope="session")
 def nq_rows():
-    """The first 200 rows of the shared NaturalQuestions dev file."""
+    """The first 200 rows of the NaturalQuestions dev file in tests/data."""
     rows = []
     with gzip.open(DATA / "nq-open-oracle-dev.jsonl.gz", "rt", encoding="utf-8") as f:
         for line in f:

@@ -6,6 +6,9 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 
 
