@@ -40,7 +40,7 @@ tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Py
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-KINDS = ("console", "bash", "python", "text output")
+KINDS = ("console", "bash", "python", "text output", "toml")
 
 # Commands that cannot run inside a test, and how each is checked instead.
 ALLOWED = {
@@ -228,6 +228,23 @@ def test_every_block_is_a_kind_this_test_runs():
     orphans = [b.line for b in BLOCKS if b.kind == "text output" and all(p.output is not b for p in BLOCKS)]
     assert orphans == [], "a `text output` block must follow the python or bash block that prints it"
     assert RUNNABLE, "README.md has no block to run"
+
+
+def test_toml_blocks_declare_entry_points_edgewise_reads():
+    """A ``toml`` block is a plugin's pyproject excerpt: it must parse, and name only groups edgewise loads."""
+    import tomllib
+
+    from edgewise.layout.base import LAYOUTS
+    from edgewise.order import ORDERS
+    from edgewise.score import SCORERS
+    from edgewise.tokens import TOKENIZERS
+
+    groups = {r.group for r in (ORDERS, LAYOUTS, SCORERS, TOKENIZERS)}
+    blocks = [b for b in BLOCKS if b.kind == "toml"]
+    assert blocks
+    for b in blocks:
+        declared = tomllib.loads(b.body)["project"]["entry-points"]
+        assert declared and set(declared) <= groups, (b.line, sorted(declared))
 
 
 def test_every_pip_install_works_from_a_checkout():
