@@ -20,6 +20,7 @@ from edgewise.chunk import MAX_DEPTH, loads
 from edgewise.errors import InputError
 from edgewise.textio import decode, lone_surrogate, read_chunks, read_text, text_arg, write_out
 
+pytestmark = pytest.mark.slow  # a fresh interpreter per case: ~15 s, kept out of make check
 CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
           {"id": "b", "text": "Lyon is a city in France.", "score": 0.4}]
 DEEP = "[" * 100_000

@@ -184,3 +184,18 @@ def test_paper_layout_without_documents_is_the_papers_closed_book_prompt():
     out = pack("q", ["Shakespeare wrote Hamlet."], layout="paper", budget=60)
     assert out.prompt.startswith("Write a high-quality answer for the given question using only the provided search")
     assert out.debug_info.prompt_tokens <= 60
+
+
+def test_score_command_scores_what_pack_ranks_by(tmp_path):
+    """kv records carry their key in meta.key: `edgewise score` and pack(scorer=...) both read it."""
+    records = [{"id": f"r{i}", "text": f"value-{i}", "meta": {"key": key}}
+               for i, key in enumerate(["alpha-key", "bravo-key", "charlie-key"])]
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(records), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "edgewise", "score", "-q", "bravo-key", "-c", str(f), "--scorer", "bm25"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    cli_scores = {r["id"]: r["score"] for r in json.loads(out.stdout)}
+    info = pack("bravo-key", records, scorer="bm25", layout="kv").debug_info
+    assert cli_scores == {r["id"]: r["score"] for r in info.chunks}
+    assert max(cli_scores, key=cli_scores.get) == "r1" and cli_scores["r1"] > 0
