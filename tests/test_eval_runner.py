@@ -26,8 +26,8 @@ from edgewise.errors import ConfigError, InputError
 from edgewise.eval.backends import BackendError, Completion
 from edgewise.eval.calibrate import calibrate
 from edgewise.eval.report import paired, report, summarize
-from edgewise.eval.runner import parse_condition, run
-from edgewise.eval.store import Store
+from edgewise.eval.runner import Interrupted, parse_condition, run
+from edgewise.eval.store import Store, StoreWarning
 from edgewise.eval.tasks import build_task
 from edgewise.order import load_profile, place
 
@@ -148,10 +148,13 @@ def test_progress_bar_goes_to_the_given_stream(tmp_path):
     import io
 
     err = io.StringIO()
-    run(kv_task(1), ["baseline"], FirstRecordLLM(), str(tmp_path), stream=err)
-    lines = err.getvalue().splitlines()
-    assert lines[-1].startswith("kv first-record [####################] 3/3 100% ")
-    assert "ETA 0:00" in lines[-1]
+    run(kv_task(1), ["baseline"], FirstRecordLLM(), str(tmp_path / "a"), stream=err, progress=True)
+    final = err.getvalue().rstrip("\n").split("\r")[-1]  # a tqdm bar: redrawn after \r, one line at the end
+    assert re.fullmatch(r"kv first-record: 100%\|#+\| 3/3 \[00:0\d<00:00, +[\d.]+answer/s, accuracy 0\.33\]", final), final
+    # by default the bar shows only on a terminal: a StringIO is not one
+    quiet = io.StringIO()
+    run(kv_task(1), ["baseline"], FirstRecordLLM(), str(tmp_path / "b"), stream=quiet)
+    assert quiet.getvalue() == ""
 
 
 def test_torn_last_line_is_skipped_then_cut_off(tmp_path):
@@ -159,9 +162,83 @@ def test_torn_last_line_is_skipped_then_cut_off(tmp_path):
     store.append({"key": "a", "correct": 1.0})
     with open(store.path, "ab") as fh:
         fh.write(b'{"key": "b", "corr')  # what a kill -9 in the middle of a write could leave
-    assert [r["key"] for r in Store(tmp_path).load()] == ["a"]
-    Store(tmp_path).append({"key": "b", "correct": 0.0})
+    with pytest.warns(StoreWarning, match="torn last line"):
+        assert [r["key"] for r in Store(tmp_path).load()] == ["a"]
+    with pytest.warns(StoreWarning, match=r"cut off a torn last line \(18 bytes without a newline"):
+        Store(tmp_path).append({"key": "b", "correct": 0.0})
     assert store.path.read_text().splitlines() == ['{"correct": 1.0, "key": "a"}', '{"correct": 0.0, "key": "b"}']
+
+
+class CtrlC(FirstRecordLLM):
+    """Ctrl-C at the ``at``-th request: raised in the request itself, or (``signal=True``) sent to the
+    main thread as a SIGINT, while the request goes on."""
+
+    def __init__(self, at, sigint=False, **kw):
+        super().__init__(**kw)
+        self.at, self.sigint = at, sigint
+
+    def complete(self, prompt, *, max_tokens, stop):
+        with self._lock:
+            n = self.calls + 1
+        if n == self.at:
+            if not self.sigint:
+                with self._lock:
+                    self.calls += 1
+                raise KeyboardInterrupt
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        return super().complete(prompt, max_tokens=max_tokens, stop=stop)
+
+
+def test_ctrl_c_keeps_every_answer_unlocks_and_resume_does_exactly_the_rest(tmp_path):
+    llm = CtrlC(at=3)
+    with pytest.raises(Interrupted) as err:
+        run(kv_task(), CONDITIONS, llm, str(tmp_path), progress=False)
+    assert isinstance(err.value, KeyboardInterrupt)
+    assert str(err.value) == "stopped; run the same command to resume (2 answers stored now, 16 left)"
+    assert (err.value.summary.total, err.value.summary.skipped, err.value.summary.done) == (18, 0, 2)
+    first = Store(tmp_path).load()
+    assert len(first) == 2 and (tmp_path / "run.lock").read_text() == ""
+    again = FirstRecordLLM()
+    s = run(kv_task(), CONDITIONS, again, str(tmp_path), progress=False)  # the lock was released
+    assert (s.skipped, s.done, again.calls) == (2, 16, 16)
+    final = Store(tmp_path).load()
+    assert final[:2] == first and len({r["key"] for r in final}) == len(final) == 18
+
+
+def test_ctrl_c_with_requests_in_flight_stores_those_answers(tmp_path):
+    llm = CtrlC(at=5, sigint=True, concurrency=4, delay=0.05)
+    with pytest.raises(Interrupted) as err:
+        run(kv_task(4), CONDITIONS, llm, str(tmp_path), progress=False)
+    stored = len(Store(tmp_path).load())
+    assert stored == llm.calls == err.value.summary.done  # every request that was sent was answered and stored
+    assert 5 <= stored < 24
+    again = FirstRecordLLM()
+    s = run(kv_task(4), CONDITIONS, again, str(tmp_path), progress=False)
+    assert (s.skipped, s.done, again.calls, len(Store(tmp_path).load())) == (stored, 24 - stored, 24 - stored, 24)
+
+
+def test_report_flags_an_incomplete_grid_at_the_top(tmp_path):
+    with pytest.raises(BackendError):
+        run(kv_task(), [*CONDITIONS, "oracle"], FirstRecordLLM(fail_after=5), str(tmp_path), progress=False)
+    out = report(tmp_path, charts=False)
+    lines = out["markdown"].splitlines()
+    assert lines[2] == (
+        "> **Incomplete grid: 16 of 21 planned results are missing** (condition × position × example, as the last "
+        "`edgewise eval run` into this directory planned them; run the same command to finish). Missing: "
+        "`baseline` 7 of 9 (position 0: 2, position 2: 2, position 4: 3); "
+        "`edgewise:order=edges` 7 of 9 (position 0: 2, position 2: 2, position 4: 3); "
+        "`oracle` 2 of 3 (once per example: 2).")
+    assert (out["missing"]["planned"], out["missing"]["missing"]) == (21, 16)
+    run(kv_task(), [*CONDITIONS, "oracle"], FirstRecordLLM(), str(tmp_path), progress=False)
+    done = report(tmp_path, charts=False)
+    assert done["missing"]["missing"] == 0
+    assert "Incomplete grid" not in done["markdown"] and done["markdown"].splitlines()[2].startswith("21 results in ")
+    # a run.json written before plans were recorded: the report says it could not check
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    del manifest["plan"]
+    (tmp_path / "run.json").write_text(json.dumps(manifest))
+    assert report(tmp_path, charts=False)["markdown"].splitlines()[2] == (
+        "`run.json` records no plan (it predates plans), so whether the grid is complete was not checked.")
 
 
 def _slow_run(out_dir: str) -> None:
@@ -195,7 +272,7 @@ def test_kill_minus_9_and_resume_leaves_exactly_one_result_per_key(tmp_path):
 
 
 def test_report_writes_table_and_png(tmp_path):
-    pytest.importorskip("matplotlib", reason="the charts need matplotlib: pip install 'edgewise[eval]'")
+    pytest.importorskip("matplotlib", reason="the charts need matplotlib: pip install -e '.[eval]'")
     run(kv_task(), CONDITIONS, FirstRecordLLM(), str(tmp_path), progress=False)
     out = report(tmp_path)
     assert sorted(Path(p).name for p in out["paths"].values()) == ["accuracy.png", "report.md"]
@@ -224,7 +301,7 @@ def test_report_pairs_each_condition_with_the_baseline_on_the_same_examples(tmp_
 
 
 def test_needle_report_writes_a_heatmap(tmp_path):
-    pytest.importorskip("matplotlib", reason="the charts need matplotlib: pip install 'edgewise[eval]'")
+    pytest.importorskip("matplotlib", reason="the charts need matplotlib: pip install -e '.[eval]'")
     needle = build_task("needle", examples=1, lengths=[100, 200], positions=[0, 100])
     run(needle, ["baseline"], FirstRecordLLM(), str(tmp_path), progress=False)
     out = report(tmp_path)

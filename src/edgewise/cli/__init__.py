@@ -59,9 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RecursionError, MemoryError):  # a backstop: inputs are checked for depth and size as they are read
         print("edgewise: error: the input is too deeply nested or too large to process", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("edgewise: stopped" + (f"; {args.on_interrupt}" if getattr(args, "on_interrupt", None) else ""),
-              file=sys.stderr)
+    except KeyboardInterrupt as exc:  # eval run raises one that says how far it got
+        told = _one_line(exc) if str(exc).startswith("stopped") else ""
+        hint = getattr(args, "on_interrupt", None)
+        print(f"edgewise: {told or 'stopped' + (f'; {hint}' if hint else '')}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `edgewise pack ... | head`
         return 0

@@ -13,8 +13,10 @@ def cmd_data_nq(a: argparse.Namespace) -> None:
     from ..eval.nq import build, read_jsonl, write_jsonl
 
     rows = read_jsonl(a.source)
+    pool = [row for path in a.pool or () for row in read_jsonl(path)]
     skipped: list[dict[str, Any]] = []
-    out = build(rows, docs=a.docs, gold_at=a.gold_at, seed=a.seed, skipped=skipped)
+    # built before the output is opened, so a bad parameter leaves no empty file behind
+    out = list(build(rows, docs=a.docs, gold_at=a.gold_at, seed=a.seed, skipped=skipped, pool=pool or None))
     if a.output == "-":
         n = write_jsonl(out, sys.stdout)
     else:
@@ -29,8 +31,6 @@ def cmd_data_nq(a: argparse.Namespace) -> None:
         print(f"edgewise: skipped row {s['row']} ({s['question']!r}): {s['reason']}", file=sys.stderr)
 
 
-
-
 def add_commands(subparsers: Any) -> None:
     """Add ``data nq``."""
     d = subparsers.add_parser("data", help="build evaluation data sets")
@@ -40,6 +40,8 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--docs", type=int, default=20, help="documents per question (default 20)")
     p.add_argument("--gold-at", type=int, default=0, help="position of the gold document (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed for tie-breaking (default 0)")
+    p.add_argument("--pool", nargs="+", metavar="FILE",
+                   help="more rows in the same format to mine distractors from (a small pool gives easy distractors)")
     p.add_argument("--output", "-o", default="-", help="output JSONL file (default stdout)")
     p.set_defaults(func=cmd_data_nq)
 

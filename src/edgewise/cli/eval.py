@@ -52,7 +52,7 @@ def cmd_run(a: argparse.Namespace) -> None:
     else:
         backend = get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
                               concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
-    summary = run(task, conditions, backend, a.out, progress=not a.quiet)
+    summary = run(task, conditions, backend, a.out, progress=False if a.quiet else None)
     write_out(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
                       "done_now": summary.done, "seconds": round(summary.seconds, 1)}))
 
@@ -62,6 +62,10 @@ def cmd_report(a: argparse.Namespace) -> None:
 
     out = report(a.run, a.out, charts=not a.no_charts)
     write_out(out["markdown"])
+    gap = out.get("missing")
+    if gap and gap["missing"]:
+        print(f"edgewise: warning: incomplete grid: {gap['missing']} of {gap['planned']} planned results are missing",
+              file=sys.stderr)
     print("wrote: " + ", ".join(out["paths"].values()), file=sys.stderr)
 
 

@@ -23,6 +23,8 @@ import re
 import string
 from collections.abc import Callable, Sequence
 
+from ..registry import Registry
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = frozenset(string.punctuation)
 
@@ -61,20 +63,15 @@ def kv_exact(prediction: str, value: str | Sequence[str]) -> float:
     return 1.0 if any(pred == v.strip() for v in values) else 0.0
 
 
-METRICS: dict[str, Callable[[str, Sequence[str]], float]] = {
-    "best_subspan_em": best_subspan_em,
-    "kv_exact": kv_exact,
-}
+Metric = Callable[[str, Sequence[str]], float]
+METRICS: Registry[Metric] = Registry("metrics")  # plugins: entry-point group "edgewise.metrics"
+METRICS.register("best_subspan_em", best_subspan_em)
+METRICS.register("kv_exact", kv_exact)
 
 
-def get_metric(name: str) -> Callable[[str, Sequence[str]], float]:
-    """A metric by name: ``best_subspan_em`` or ``kv_exact``."""
-    from ..errors import unknown
-
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise unknown("metric", name, list(METRICS)) from None
+def get_metric(name: str) -> Metric:
+    """A metric by name: ``best_subspan_em``, ``kv_exact`` or a plugin's."""
+    return METRICS.get(name)
 
 
 def wilson(correct: float, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -2,7 +2,10 @@
 
 For each question: the gold passage plus ``docs - 1`` distractors mined with BM25 from the pool of
 the *other* rows' passages (each row's ``ctxs[0]`` and its ``nq_annotated_gold.long_answer`` cut to
-~100 words), skipping every passage whose title or text contains a normalised answer. The gold
+~100 words), skipping every passage whose title or text contains a normalised answer. A larger
+``pool`` of rows (other files in the same format) can be added to mine from: a small pool gives easy
+distractors (BM25 recall@1 0.86 on a 655-row file against 0.76 on 2,000 rows), so :func:`build`
+warns (:class:`DataWarning`) when the pool holds fewer than 1,000 passages. The gold
 passage goes to position ``gold_at``; distractors keep their BM25 order. Ties between equal BM25
 scores, and the filler used when BM25 finds too few, are broken by a hash of the seed, so the same
 source, ``docs``, ``gold_at`` and ``seed`` always give the same file.
@@ -16,7 +19,12 @@ Rows come out in the paper's JSONL format: ``question``, ``answers``, ``ctxs`` (
 ...          "ctxs": [{"title": "France", "text": "Paris is the capital of France."}]},
 ...         {"question": "where is hamlet set", "answers": ["Denmark"],
 ...          "ctxs": [{"title": "Elsinore", "text": "Hamlet is set in Denmark, at Elsinore castle."}]}]
->>> out = list(build(rows, docs=2, gold_at=1))
+>>> import warnings
+>>> with warnings.catch_warnings(record=True) as seen:
+...     warnings.simplefilter("always")
+...     out = list(build(rows, docs=2, gold_at=1))
+>>> [str(w.message).split(" (")[0] for w in seen]
+['the distractor pool holds 3 passages']
 >>> [(c["title"], c["isgold"], c["hasanswer"]) for c in out[0]["ctxs"]]
 [('Elsinore', False, False), ('Hamlet', True, True)]
 """
@@ -26,31 +34,26 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import math
-import re
-import string
-from collections import Counter, defaultdict
+import sys
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..score.bm25 import terms
+from ..score.bm25 import BM25Index, terms
+from .metrics import normalize_answer
+
+__all__ = ["DEV_FILE", "SMALL_POOL", "DataWarning", "build", "has_answer", "normalize_answer", "passage_pool",
+           "read_jsonl", "write_jsonl"]
 
 DEV_FILE = "nq-open-oracle-dev.jsonl.gz"
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
+SMALL_POOL = 1000  # passages; below this the mined distractors are noticeably easier
 
 
-def normalize_answer(s: str) -> str:
-    """SQuAD normalisation: lower-case, drop punctuation and the articles a/an/the, collapse spaces.
-
-    >>> normalize_answer("Wilhelm Conrad Röntgen, of Germany")
-    'wilhelm conrad röntgen of germany'
-    """
-    s = s.lower().translate(_PUNCT)
-    return " ".join(_ARTICLES.sub(" ", s).split())
+class DataWarning(UserWarning):
+    """A data set was built, but in a way that weakens what it measures (e.g. a small distractor pool)."""
 
 
 def has_answer(text: str, answers: Sequence[str]) -> bool:
@@ -61,11 +64,6 @@ def has_answer(text: str, answers: Sequence[str]) -> bool:
     """
     norm = normalize_answer(text)
     return any(a and a in norm for a in (normalize_answer(x) for x in answers))
-
-
-def data_dir(repo_root: str | Path) -> Path:
-    """The shared data folder beside the repository: ``<repo_root>/../shared/data``."""
-    return Path(repo_root).resolve().parent / "shared" / "data"
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -84,6 +82,10 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
                     raise InputError(f"{path} line {lineno}: invalid JSON ({exc.msg})") from None
     except OSError as exc:
         raise InputError(f"source file {str(path)!r} could not be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"source file {str(path)!r} is not UTF-8 (byte {exc.start} of a line: {exc.reason})") from None
+    except EOFError:
+        raise InputError(f"source file {str(path)!r} is a truncated gzip file") from None
     return rows
 
 
@@ -94,8 +96,14 @@ def _check_row(row: Any, i: int) -> None:
     if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
         raise InputError(f"row {i} must have 'answers', a non-empty list of strings, but got {answers!r}")
     ctxs = row.get("ctxs")
-    if not isinstance(ctxs, list) or not ctxs or not isinstance(ctxs[0], dict) or "text" not in ctxs[0]:
+    if not isinstance(ctxs, list) or not ctxs or not isinstance(ctxs[0], dict) or not isinstance(ctxs[0].get("text"), str):
         raise InputError(f"row {i} must have 'ctxs' whose first item has a 'text' (the gold passage)")
+
+
+def _check_pool_row(row: Any, i: int) -> None:
+    ctxs = row.get("ctxs") if isinstance(row, dict) else None
+    if not isinstance(ctxs, list) or not ctxs or not isinstance(ctxs[0], dict) or not isinstance(ctxs[0].get("text"), str):
+        raise InputError(f"pool row {i} must be an object with 'ctxs' whose first item has a 'text', but got {str(row)[:80]}")
 
 
 def cut_words(text: str, n: int = 100) -> str:
@@ -109,20 +117,31 @@ def cut_words(text: str, n: int = 100) -> str:
 
 @dataclass(frozen=True)
 class Passage:
+    """A candidate distractor: ``row`` is the index of the source row it came from (``None`` for a
+    pool row), ``question`` the normalised question of that row."""
+
     id: str
-    row: int
+    row: int | None
     title: str
     text: str
+    question: str = ""
 
 
-def pool(rows: Sequence[dict[str, Any]], words: int = 100) -> list[Passage]:
-    """Every row's ``ctxs[0]`` and its NQ-annotated long answer cut to ``words`` words; duplicates
-    (same title and text) kept once, with the first row that has them.
+def passage_pool(rows: Sequence[dict[str, Any]], words: int = 100, *, extra: Sequence[dict[str, Any]] = ()) -> list[Passage]:
+    """Every row's ``ctxs[0]`` and its NQ-annotated long answer cut to ``words`` words, then the same
+    from the ``extra`` (pool) rows; duplicates (same title and text) kept once, with the first row
+    that has them.
 
-    >>> [p.id for p in pool([{"ctxs": [{"title": "T", "text": "x y"}], "nq_annotated_gold": {"long_answer": "x  y"}}])]
+    >>> [p.id for p in passage_pool([{"ctxs": [{"title": "T", "text": "x y"}], "nq_annotated_gold": {"long_answer": "x  y"}}])]
     ['nq-0-ctx', 'nq-0-long']
     """
     seen: set[tuple[str, str]] = set()
+    out = _passages(rows, words, seen, "nq", source=True)
+    return out + _passages(extra, words, seen, "pool", source=False)
+
+
+def _passages(rows: Sequence[dict[str, Any]], words: int, seen: set[tuple[str, str]], prefix: str, *,
+              source: bool) -> list[Passage]:
     out = []
     for i, row in enumerate(rows):
         cands = [("ctx", row["ctxs"][0].get("title") or "", row["ctxs"][0]["text"])]
@@ -134,39 +153,15 @@ def pool(rows: Sequence[dict[str, Any]], words: int = 100) -> list[Passage]:
             if key in seen or not key[1]:
                 continue
             seen.add(key)
-            out.append(Passage(f"nq-{i}-{kind}", i, title, text))
+            question = "" if source else normalize_answer(str(row.get("question") or ""))
+            out.append(Passage(f"{prefix}-{i}-{kind}", i if source else None, title, text, question))
     return out
 
 
-class _Index:
-    """A small inverted BM25 index (k1 1.5, b 0.75) over the pool."""
-
-    def __init__(self, docs: Sequence[Passage], k1: float = 1.5, b: float = 0.75) -> None:
-        self.postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        counts = [Counter(terms(f"{d.title} {d.text}")) for d in docs]
-        lengths = [sum(c.values()) for c in counts]
-        avg = sum(lengths) / max(1, len(lengths))
-        n = len(docs)
-        for j, (c, length) in enumerate(zip(counts, lengths)):
-            norm = k1 * (1 - b + b * length / avg)
-            for t, tf in c.items():
-                self.postings[t].append((j, tf * (k1 + 1) / (tf + norm)))
-        self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
-
-    def scores(self, query: str) -> dict[int, float]:
-        acc: dict[int, float] = defaultdict(float)
-        for t in set(terms(query)):
-            idf = self.idf.get(t)
-            if idf is None:
-                continue
-            for j, w in self.postings[t]:
-                acc[j] += idf * w
-        return acc
-
-
-def _usable(p: Passage, norm: str, row: int, gold_key: tuple[str, str], answers: list[str]) -> bool:
-    """A distractor for ``row``: from another row, not the gold passage, holding no answer."""
-    if p.row == row or (p.title, " ".join(p.text.split())) == gold_key:
+def _usable(p: Passage, norm: str, row: int, question: str, gold_key: tuple[str, str], answers: list[str]) -> bool:
+    """A distractor for ``row``: from another row (a pool row asking another question), not the gold
+    passage, holding no answer."""
+    if p.row == row or (p.row is None and p.question == question) or (p.title, " ".join(p.text.split())) == gold_key:
         return False
     return not any(a in norm for a in answers)
 
@@ -177,13 +172,21 @@ def _tiebreak(seed: int, pid: str) -> int:
 
 def build(
     rows: Sequence[dict[str, Any]], *, docs: int = 20, gold_at: int = 0, seed: int = 0, words: int = 100,
-    skipped: list[dict[str, Any]] | None = None,
+    skipped: list[dict[str, Any]] | None = None, pool: Sequence[dict[str, Any]] | None = None,
+    progress: bool | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Multi-document QA rows, one per input row (see the module docstring).
 
-    ``gold_at`` may be negative (``-1`` is the last position). A row for which the pool holds fewer
-    than ``docs - 1`` answer-free passages (an answer like ``"S"`` is in every passage) is not
-    emitted: it is appended to ``skipped`` as ``{"row", "question", "reason"}``, if given.
+    ``gold_at`` may be negative (``-1`` is the last position). Distractors are mined from the
+    passages of ``rows`` plus those of ``pool`` (more rows in the same format, e.g. read from other
+    files; a pool row asking the same question as a source row gives that row no distractor). A
+    pool of fewer than :data:`SMALL_POOL` passages is built all the same, with a
+    :class:`DataWarning` that states its size. A row for which the pool holds fewer than
+    ``docs - 1`` answer-free passages (an answer like ``"S"`` is in every passage) is not emitted:
+    it is appended to ``skipped`` as ``{"row", "question", "reason"}``, if given.
+
+    Parameters are checked, and the pool indexed, when ``build`` is called; rows are made as they are
+    read, with a progress bar on stderr (``progress=None``: only when stderr is a terminal).
     """
     if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
         raise InputError(f"docs must be an integer >= 1, but got {docs!r}")
@@ -193,48 +196,68 @@ def build(
         raise InputError(f"seed must be an integer, but got {seed!r}")
     for i, row in enumerate(rows):
         _check_row(row, i)
-    gold_at %= docs
-    passages = pool(rows, words)
+    for i, row in enumerate(pool or ()):
+        _check_pool_row(row, i)
+    passages = passage_pool(rows, words, extra=pool or ())
     if docs > 1 and len(passages) < docs:
         raise InputError(f"docs={docs} needs a pool of at least {docs} passages, but the source gives {len(passages)}")
-    index = _Index(passages)
+    if docs > 1 and len(passages) < SMALL_POOL:
+        warnings.warn(f"the distractor pool holds {len(passages)} passages (fewer than {SMALL_POOL:,}), so the mined "
+                      "distractors are easier than the paper's; add rows to mine from (pool=, CLI: --pool FILE)",
+                      DataWarning, stacklevel=2)
+    return _rows(rows, passages, docs, gold_at % docs, seed, skipped, progress)
+
+
+def _rows(rows: Sequence[dict[str, Any]], passages: list[Passage], docs: int, gold_at: int, seed: int,
+          skipped: list[dict[str, Any]] | None, progress: bool | None) -> Iterator[dict[str, Any]]:
+    from tqdm import tqdm
+
+    index = BM25Index([f"{p.title} {p.text}" for p in passages])
     norm_passages = [normalize_answer(f"{p.title} {p.text}") for p in passages]
     # Filler order for questions whose BM25 candidates run out: one seeded permutation.
     filler = sorted(range(len(passages)), key=lambda j: _tiebreak(seed, passages[j].id))
-    for i, row in enumerate(rows):
-        gold = row["ctxs"][0]
-        answers = [normalize_answer(a) for a in row["answers"]]
-        answers = [a for a in answers if a]
-        gold_key = (gold.get("title") or "", " ".join(gold["text"].split()))
+    with tqdm(rows, desc=f"nq {docs} docs", unit="q", file=sys.stderr, disable=None if progress is None else not progress,
+              dynamic_ncols=True) as bar:
+        for i, row in enumerate(bar):
+            out = _row(i, row, passages, index, norm_passages, filler, docs, gold_at, seed, skipped)
+            if out is not None:
+                yield out
 
-        scores = index.scores(row["question"])
-        ranked = sorted(scores, key=lambda j: (-scores[j], _tiebreak(seed, passages[j].id)))
-        picked: list[int] = []
-        chosen: set[int] = set()
-        for j in [*ranked, *filler]:
-            if len(picked) == docs - 1:
-                break
-            if j not in chosen and _usable(passages[j], norm_passages[j], i, gold_key, answers):
-                picked.append(j)
-                chosen.add(j)
-        if len(picked) < docs - 1:
-            if skipped is not None:
-                skipped.append({"row": i, "question": row["question"],
-                                "reason": f"only {len(picked)} of {docs - 1} pool passages are free of the answers {row['answers']!r}"})
-            continue
-        ctxs = [
-            {"id": passages[j].id, "title": passages[j].title, "text": passages[j].text,
-             "score": round(scores.get(j, 0.0), 4), "hasanswer": False, "isgold": False}
-            for j in picked
-        ]
-        gold_ctx = {"id": f"nq-{i}-gold", "title": gold.get("title") or "", "text": gold["text"],
-                    "score": None, "hasanswer": has_answer(f"{gold.get('title') or ''} {gold['text']}", row["answers"]),
-                    "isgold": True}
-        ctxs.insert(gold_at, gold_ctx)
-        out = {"question": row["question"], "answers": row["answers"], "ctxs": ctxs}
-        if "nq_annotated_gold" in row:
-            out["nq_annotated_gold"] = row["nq_annotated_gold"]
-        yield out
+
+def _row(i: int, row: dict[str, Any], passages: list[Passage], index: BM25Index, norm_passages: list[str],
+         filler: list[int], docs: int, gold_at: int, seed: int, skipped: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    gold = row["ctxs"][0]
+    answers = [a for a in (normalize_answer(a) for a in row["answers"]) if a]
+    gold_key = (gold.get("title") or "", " ".join(gold["text"].split()))
+    question = normalize_answer(row["question"])
+    scores = index.matches(list(dict.fromkeys(terms(row["question"]))))  # each distinct term once
+    ranked = sorted(scores, key=lambda j: (-scores[j], _tiebreak(seed, passages[j].id)))
+    picked: list[int] = []
+    chosen: set[int] = set()
+    for j in [*ranked, *filler]:
+        if len(picked) == docs - 1:
+            break
+        if j not in chosen and _usable(passages[j], norm_passages[j], i, question, gold_key, answers):
+            picked.append(j)
+            chosen.add(j)
+    if len(picked) < docs - 1:
+        if skipped is not None:
+            skipped.append({"row": i, "question": row["question"],
+                            "reason": f"only {len(picked)} of {docs - 1} pool passages are free of the answers {row['answers']!r}"})
+        return None
+    ctxs = [
+        {"id": passages[j].id, "title": passages[j].title, "text": passages[j].text,
+         "score": round(scores.get(j, 0.0), 4), "hasanswer": False, "isgold": False}
+        for j in picked
+    ]
+    gold_ctx = {"id": f"nq-{i}-gold", "title": gold.get("title") or "", "text": gold["text"],
+                "score": None, "hasanswer": has_answer(f"{gold.get('title') or ''} {gold['text']}", row["answers"]),
+                "isgold": True}
+    ctxs.insert(gold_at, gold_ctx)
+    out = {"question": row["question"], "answers": row["answers"], "ctxs": ctxs}
+    if "nq_annotated_gold" in row:
+        out["nq_annotated_gold"] = row["nq_annotated_gold"]
+    return out
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], out: Any) -> int:

@@ -1,8 +1,9 @@
 """Summaries of a run: accuracy per condition and position with 95% Wilson intervals.
 
 :func:`summarize` turns results into rows; :func:`markdown` prints them as a table;
-:func:`report` writes ``report.md``, ``accuracy.png`` (accuracy vs position, one line per
-condition, interval bands) and, for the needle task, ``needle.png`` (length x depth heatmaps).
+:func:`report` writes ``report.md`` (flagging at the top the results the run planned but does not
+hold), ``accuracy.png`` (accuracy vs position, one line per condition, interval bands) and, for the
+needle task, ``needle.png`` (length x depth heatmaps).
 
 >>> rows = summarize([{"condition": "baseline", "position": 0, "correct": 1.0, "model": "m"},
 ...                   {"condition": "baseline", "position": 0, "correct": 0.0, "model": "m"}])
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from .metrics import first_line, mcnemar_exact, wilson
-from .store import Store
+from .store import Store, plan_cells
 
 
 def load_results(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -34,6 +35,48 @@ def load_results(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, A
         raise InputError(f"run directory {str(path)!r} holds no results (no complete line in {store.path.name}); "
                          f"run `edgewise eval run ... -o {path}` first")
     return results, store.manifest()
+
+
+def missing(results: Sequence[dict[str, Any]], manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The results the last run of the directory planned (its ``run.json`` plan) that are not stored:
+    ``{"planned", "missing", "by_condition": {condition: {"planned", "missing", "positions": {position: n}}}}``;
+    ``None`` when the manifest records no plan (written before plans were recorded).
+
+    >>> plan = {"examples": ["e1", "e2"], "positions": [0], "grid": [["baseline", [0]]], "key": {"task": "kv"}}
+    >>> done = [{"key": k} for k, *_ in list(plan_cells(plan))[:1]]
+    >>> missing(done, {"plan": plan})["missing"]
+    1
+    """
+    plan = manifest.get("plan")
+    if not isinstance(plan, dict):
+        return None
+    have = {r.get("key") for r in results}
+    out: dict[str, Any] = {"planned": 0, "missing": 0, "by_condition": {}}
+    for key, _, pos, cond in plan_cells(plan):
+        c = out["by_condition"].setdefault(cond, {"planned": 0, "missing": 0, "positions": {}})
+        out["planned"] += 1
+        c["planned"] += 1
+        if key not in have:
+            out["missing"] += 1
+            c["missing"] += 1
+            c["positions"][pos] = c["positions"].get(pos, 0) + 1
+    return out
+
+
+def completeness(gaps: dict[str, Any] | None) -> list[str]:
+    """The report's lines about the grid: a warning with counts when results are missing."""
+    if gaps is None:
+        return ["`run.json` records no plan (it predates plans), so whether the grid is complete was not checked.", ""]
+    if not gaps["missing"]:
+        return []
+    parts = []
+    for cond, c in gaps["by_condition"].items():
+        if c["missing"]:
+            where = ", ".join(f"{'once per example' if p is None else f'position {p}'}: {n}" for p, n in sorted(c["positions"].items(), key=lambda pn: _sortable(pn[0])))
+            parts.append(f"`{cond}` {c['missing']} of {c['planned']} ({where})")
+    return [f"> **Incomplete grid: {gaps['missing']} of {gaps['planned']} planned results are missing** "
+            "(condition × position × example, as the last `edgewise eval run` into this directory planned them; "
+            "run the same command to finish). Missing: " + "; ".join(parts) + ".", ""]
 
 
 def _label(r: dict[str, Any], many_models: bool) -> str:
@@ -221,7 +264,8 @@ def plot_needle(results: Sequence[dict[str, Any]], path: str | Path, title: str 
 
 
 def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool = True) -> dict[str, Any]:
-    """Write ``report.md`` and the charts for a run; returns the summary rows and the paths written."""
+    """Write ``report.md`` and the charts for a run; returns the summary rows, the paths written, the
+    Markdown and ``missing`` (see :func:`missing`). An incomplete grid is flagged at the top of the Markdown."""
     results, manifest = load_results(run_dir)
     out = Path(out_dir or run_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -237,7 +281,8 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
     ns = [r["n"] for r in rows if r["position"] != "all"] or [len(results)]
     title += f" · n={min(ns)}" + (f"–{max(ns)}" if max(ns) != min(ns) else "") + " per point"
     paths: dict[str, str] = {}
-    text = [f"# {title}", "", f"{len(results)} results in `{Path(run_dir)}`.", "",
+    gaps = missing(results, manifest)
+    text = [f"# {title}", "", *completeness(gaps), f"{len(results)} results in `{Path(run_dir)}`.", "",
             "`position` is where the key chunk sat in the retrieved list. For `baseline` that is its place in the "
             "prompt; edgewise conditions place it themselves (`key at` is its mean index in the prompt).", "",
             markdown(rows), ""]
@@ -260,4 +305,4 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
     md = out / "report.md"
     md.write_text("\n".join(text), encoding="utf-8")
     paths["markdown"] = str(md)
-    return {"rows": rows, "paths": paths, "markdown": "\n".join(text)}
+    return {"rows": rows, "paths": paths, "markdown": "\n".join(text), "missing": gaps}

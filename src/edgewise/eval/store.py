@@ -1,9 +1,15 @@
-"""The results store of a run: an append-only JSONL file that survives ``kill -9``.
+"""The results store of a run directory: an append-only JSONL file that survives ``kill -9``.
 
 Each result is one line written with a single ``write`` to a file opened with ``O_APPEND``, so a
 killed process leaves either the whole line or, at worst, a torn last line without its newline.
-Reading skips a torn tail (and the next append first cuts it off) and keeps the first result of
-each key, so a resumed run holds exactly one result per key.
+Before every append a torn tail is cut back to the last complete line (with a :class:`StoreWarning`
+that counts the bytes dropped). Reading is byte-safe: the file is split on ``b"\\n"`` only and each
+line decoded on its own, so a bad line (not UTF-8, not JSON, a torn tail) is skipped and reported
+by its line number instead of making the store unreadable. The first result of each key is kept,
+so a resumed run holds exactly one result per key.
+
+A runner holds :meth:`Store.lock` for the whole run: a second runner on the same directory stops at
+once with a :class:`RunLocked` error naming the holder (pid, host, start time).
 
 >>> import tempfile
 >>> s = Store(tempfile.mkdtemp())
@@ -17,14 +23,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import sys
 import threading
+import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import EdgewiseError, InputError
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"
+LOCK = "run.lock"
+
+
+class StoreWarning(UserWarning):
+    """Something in a results file could not be used (a torn or unreadable line); it was skipped or cut."""
+
+
+class RunLocked(EdgewiseError):
+    """Another runner holds the run directory."""
 
 
 def result_key(**parts: Any) -> str:
@@ -36,42 +56,154 @@ def result_key(**parts: Any) -> str:
     return hashlib.sha1(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def plan_cells(plan: dict[str, Any]) -> Iterator[tuple[str, str, int | None, str]]:
+    """``(key, example, position, condition)`` for every result a run plans, in the order it asks them,
+    from the ``plan`` it records in ``run.json``: ``examples`` (ids), ``positions``, ``grid`` (pairs
+    of condition and its positions, ``[null]`` for a condition asked once per example) and ``key``
+    (the other parts of every result key).
+
+    >>> plan = {"examples": ["e1", "e2"], "positions": [0, 4], "grid": [["baseline", [0, 4]], ["oracle", [None]]],
+    ...         "key": {"task": "kv"}}
+    >>> [(e, p, c) for _, e, p, c in plan_cells(plan)]
+    [('e1', 0, 'baseline'), ('e1', None, 'oracle'), ('e1', 4, 'baseline'), ('e2', 0, 'baseline'), ('e2', None, 'oracle'), ('e2', 4, 'baseline')]
+    """
+    for example in plan["examples"]:
+        for i, pos in enumerate(plan["positions"]):
+            for cond, positions in plan["grid"]:
+                if pos in positions or (i == 0 and positions == [None]):
+                    at = pos if pos in positions else None
+                    yield result_key(**plan["key"], example=example, condition=cond, position=at), example, at, cond
+
+
+class RunLock:
+    """An exclusive lock on a run directory (``flock`` on ``run.lock``), held by one runner at a time.
+
+    The holder writes its pid, host, start time and command line into the file, so a second runner
+    can say who holds it. The lock is released when the holder releases it or its process ends (even
+    by ``kill -9``), so it is never stale.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / LOCK
+        self._fd: int | None = None
+
+    def holder(self) -> dict[str, Any]:
+        """What the current holder wrote into the lock file (empty when unreadable)."""
+        try:
+            info = json.loads(self.path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return info if isinstance(info, dict) else {}
+
+    def acquire(self) -> RunLock:
+        if self._fd is not None:
+            raise RunLocked(f"run directory {str(self.path.parent)!r} is already locked by this runner")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            os.close(fd)
+            h = self.holder()
+            who = (f"pid {h.get('pid')} on {h.get('host')}, started {h.get('started')}: {h.get('command')}" if h
+                   else "its holder is still writing its name")
+            raise RunLocked(f"run directory {str(self.path.parent)!r} is in use by another runner ({who}); "
+                            "wait for it to finish or stop it, or write to another directory")
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            os.ftruncate(fd, 0)
+            _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _unlock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 class Store:
-    """Results of one run directory: ``results.jsonl`` and the ``run.json`` manifest."""
+    """Results of one run directory: ``results.jsonl``, the ``run.json`` manifest and ``run.lock``.
+
+    After :meth:`load`, ``problems`` lists the lines that were skipped (``"line N: why"``).
+    """
 
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.path = self.dir / RESULTS
         self._lock = threading.Lock()
-        self._checked_tail = False
+        self.problems: list[str] = []
 
-    def _repair_tail(self) -> None:
-        """Cut off a torn last line (a write killed mid-way) so the next line starts clean."""
-        if self._checked_tail or not self.path.exists():
-            self._checked_tail = True
+    def lock(self) -> RunLock:
+        """The run directory's exclusive lock: ``with store.lock(): ...`` (raises :class:`RunLocked`)."""
+        return RunLock(self.dir)
+
+    def _repair_tail(self, fd: int) -> None:
+        """Cut a torn last line (a write killed mid-way) back to the last newline, saying how much went."""
+        size = os.fstat(fd).st_size
+        if not size or os.pread(fd, 1, size - 1) == b"\n":
             return
-        with open(self.path, "rb+") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            if size:
-                fh.seek(max(0, size - 65536))
-                tail = fh.read()
-                if not tail.endswith(b"\n"):
-                    cut = tail.rfind(b"\n")
-                    keep = size - len(tail) + cut + 1 if cut >= 0 else (0 if size <= 65536 else None)
-                    if keep is None:
-                        raise InputError(f"{self.path} ends in a line longer than 64 KiB without a newline")
-                    fh.truncate(keep)
-        self._checked_tail = True
+        end = size
+        while end > 0:  # find the last newline, 64 KiB at a time
+            start = max(0, end - 65536)
+            cut = os.pread(fd, end - start, start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            end = start
+        else:
+            keep = 0
+        os.ftruncate(fd, keep)
+        warnings.warn(f"{self.path}: cut off a torn last line ({size - keep} bytes without a newline, "
+                      "left by an interrupted write) before appending", StoreWarning, stacklevel=3)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Append one result as one line, in one write."""
+        """Append one result as one line, in one write (after cutting off a torn tail, if any)."""
         line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
         with self._lock:
             self.dir.mkdir(parents=True, exist_ok=True)
-            self._repair_tail()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
             try:
+                self._repair_tail(fd)
                 view = memoryview(line)
                 while view:
                     view = view[os.write(fd, view):]
@@ -79,21 +211,45 @@ class Store:
                 os.close(fd)
 
     def load(self) -> list[dict[str, Any]]:
-        """Every complete result, first one per key, in the order written."""
-        if not self.path.exists():
+        """Every readable result, the first one per key, in the order written.
+
+        Lines that cannot be used are skipped, listed in ``problems`` and reported in one
+        :class:`StoreWarning`: a torn last line (no newline), a line that is not UTF-8 or not a JSON
+        object.
+        """
+        self.problems = []
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise InputError(f"results file {str(self.path)!r} could not be read: {exc.strerror or exc}") from None
         out, seen = [], set()
-        with open(self.path, "rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break  # torn tail of a killed write
-                try:
-                    rec = json.loads(raw)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict) and rec.get("key") not in seen:
-                    seen.add(rec.get("key"))
-                    out.append(rec)
+        lines = data.split(b"\n")
+        torn = lines.pop()  # after the last newline: empty, or a torn tail
+        for lineno, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                self.problems.append(f"line {lineno}: not UTF-8 (byte {exc.start}: {exc.reason})")
+                continue
+            except json.JSONDecodeError as exc:
+                self.problems.append(f"line {lineno}: not JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if not isinstance(rec, dict) or "key" not in rec:
+                self.problems.append(f"line {lineno}: not a result (a JSON object with a 'key')")
+                continue
+            if rec["key"] not in seen:
+                seen.add(rec["key"])
+                out.append(rec)
+        if torn:
+            self.problems.append(f"line {len(lines) + 1}: torn last line ({len(torn)} bytes without a newline, "
+                                 "from an interrupted write; the next append cuts it off)")
+        if self.problems:
+            warnings.warn(f"{self.path}: skipped {len(self.problems)} unusable line(s): " + "; ".join(self.problems),
+                          StoreWarning, stacklevel=2)
         return out
 
     def keys(self) -> set[str]:
@@ -107,7 +263,20 @@ class Store:
         os.replace(tmp, self.dir / MANIFEST)
 
     def manifest(self) -> dict[str, Any]:
+        """The ``run.json`` of the directory (``{}`` when there is none); a one-line error when it is corrupt."""
         path = self.dir / MANIFEST
-        if not path.exists():
+        fix = "run the same `edgewise eval run` command to rewrite it"
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
             return {}
-        return json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"manifest {str(path)!r} could not be read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"manifest {str(path)!r} is not UTF-8 (byte {exc.start}: {exc.reason}); {fix}") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"manifest {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno} column "
+                             f"{exc.colno}); {fix}") from None
+        if not isinstance(data, dict):
+            raise InputError(f"manifest {str(path)!r} must hold a JSON object, but holds {type(data).__name__}; {fix}")
+        return data

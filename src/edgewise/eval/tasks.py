@@ -29,10 +29,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, unknown
+from ..errors import InputError
+from ..registry import Registry
+from .data import data_path
 from .nq import read_jsonl
 
-DATA_DIR_ENV = "EDGEWISE_DATA"
 KV_FILE = "kv-retrieval-75_keys.jsonl.gz"
 NQ_FILE = "nq-open-oracle-dev.jsonl.gz"
 PAPER_QA_POSITIONS = (0, 4, 9, 14, 19, 24, 29)
@@ -95,29 +96,22 @@ def arrange(example: Example, slot: int) -> list[dict[str, Any]]:
 
 
 TaskBuilder = Callable[..., Task]
-TASKS: dict[str, TaskBuilder] = {}
+TASKS: Registry[TaskBuilder] = Registry("tasks")  # plugins: entry-point group "edgewise.tasks"
 
 
-def task(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
-    """Register a task builder under ``name``."""
-
-    def register(fn: TaskBuilder) -> TaskBuilder:
-        TASKS[name] = fn
-        return fn
-
-    return register
+def task(name: str, builder: TaskBuilder | None = None) -> Any:
+    """Register a task builder ``fn(**options) -> Task`` under ``name``; usable as a decorator."""
+    return TASKS.register(name, builder)
 
 
 def task_names() -> list[str]:
-    return list(TASKS)
+    """Registered tasks: the built-ins, then plugins."""
+    return TASKS.names()
 
 
 def build_task(name: str, *, positions: Sequence[int] | None = None, **options: Any) -> Task:
     """Build a task by name; ``positions`` (when given) are checked against the document count."""
-    builder = TASKS.get(name)
-    if builder is None:
-        raise unknown("task", name, task_names())
-    t = builder(**{k: v for k, v in options.items() if v is not None})
+    t = TASKS.get(name)(**{k: v for k, v in options.items() if v is not None})
     if not t.examples:
         raise InputError(f"task {name!r} built no examples; check --examples and the data file")
     if positions is not None:
@@ -149,24 +143,6 @@ def spread(n: int, k: int = 5) -> list[int]:
     if n <= k:
         return list(range(n))
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
-
-
-def data_path(filename: str, path: str | Path | None = None) -> Path:
-    """A shared data file: ``path`` if given, else ``$EDGEWISE_DATA/filename``, else ``../shared/data/filename``."""
-    import os
-
-    if path is not None:
-        candidates = [Path(path)]
-    else:
-        roots = [os.environ.get(DATA_DIR_ENV)] if os.environ.get(DATA_DIR_ENV) else []
-        # beside the project, as the shared data README says; from the working directory or from
-        # a source checkout (src/edgewise/eval/tasks.py -> <repo>/../shared/data)
-        roots += [str(Path.cwd().parent / "shared" / "data"), str(Path(__file__).resolve().parents[4] / "shared" / "data")]
-        candidates = [Path(r) / filename for r in roots]
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise InputError(f"data file {str(candidates[0])!r} does not exist; pass --data FILE or set ${DATA_DIR_ENV}")
 
 
 def _check_count(name: str, value: Any, minimum: int = 1) -> int:
@@ -238,7 +214,7 @@ def qa_task(examples: int = 100, docs: int = 10, *, seed: int = 0, data: str | P
     out = []
     skipped: list[dict[str, Any]] = []
     # build() mines from the pool of every row; take rows from ``offset`` on until enough are built
-    built = build(rows, docs=docs, gold_at=0, seed=seed, skipped=skipped)
+    built = build(rows, docs=docs, gold_at=0, seed=seed, skipped=skipped, progress=False)
     for row in islice(built, offset, None):
         ctxs = row["ctxs"]
         chunks = [{"id": "gold" if c["isgold"] else f"d{j}", "title": c["title"], "text": " ".join(c["text"].split())}
