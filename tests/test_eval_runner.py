@@ -342,7 +342,7 @@ def test_bad_input():
     with pytest.raises(ConfigError, match=r"scorer= has no effect .* unless rescore=true, but got 'edgewise:scorer=dense'"):
         parse_condition("edgewise:scorer=dense")
     assert parse_condition("edgewise:scorer=dense,rescore=true").name == "edgewise:order=edges,rescore=True,scorer=dense"
-    with pytest.raises(InputError, match="pairs must be an integer >= 1, but got 0"):
+    with pytest.raises(InputError, match="pairs must be > 0, but got 0"):
         build_task("kv", pairs=0)
 
 

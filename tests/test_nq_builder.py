@@ -82,7 +82,7 @@ def test_cli_is_deterministic_per_seed(tmp_path, dev_rows):
 def test_bad_parameters_are_rejected(dev_rows, tmp_path):
     with pytest.raises(InputError, match=r"gold_at must be in \[-5, 4\] for 5 documents, but got 5"):
         list(build(dev_rows[:10], docs=5, gold_at=5))
-    with pytest.raises(InputError, match="docs must be an integer >= 1, but got 0"):
+    with pytest.raises(InputError, match="docs must be > 0, but got 0"):
         list(build(dev_rows[:10], docs=0))
     with pytest.raises(InputError, match="row 0 must have 'answers'"):
         list(build([{"question": "q", "answers": [], "ctxs": [{"text": "t"}]}], docs=1))

@@ -184,8 +184,8 @@ def test_variants_put_the_key_chunk_at_each_position():
     [
         ({"chunks": [{"text": 3}]}, InputError, "chunk #0: text must be a string, but got int"),
         ({"chunks": [{"id": "a"}]}, InputError, "chunk #0 must have a 'text' field, but it has ['id']"),
-        ({"chunks": [{"text": "a", "score": math.nan}]}, InputError, "chunk 'chunk-0' (#0): score must be finite, but got nan"),
-        ({"chunks": [{"text": "a", "score": math.inf}]}, InputError, "score must be finite, but got inf"),
+        ({"chunks": [{"text": "a", "score": math.nan}]}, InputError, "chunk 'chunk-0' (#0): score must be a finite number, but got nan"),
+        ({"chunks": [{"text": "a", "score": math.inf}]}, InputError, "score must be a finite number, but got inf"),
         ({"chunks": [{"text": "a", "score": "high"}]}, InputError, "score must be a number, but got 'high'"),
         ({"chunks": [42]}, InputError, "chunk #0 must be a JSON object or a string, but got int"),
         ({"chunks": "text"}, InputError, "chunks must be a list, but got str"),

@@ -23,21 +23,23 @@ def _bound(minimum: int) -> str:
     return "> 0" if minimum == 1 else f">= {minimum}"
 
 
-def check_int(name: str, value: Any, *, minimum: int | None = None, optional: bool = False) -> int | None:
+def check_int(
+    name: str, value: Any, *, minimum: int | None = None, optional: bool = False, error: type[Exception] = InputError,
+) -> int | None:
     """An integer (never a bool), at least ``minimum``; ``None`` passes when ``optional``."""
     if value is None and optional:
         return None
     bound = "" if minimum is None else " " + _bound(minimum)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be an integer{bound}, but got {value!r}")
+        raise error(f"{name} must be an integer{bound}, but got {value!r}")
     if minimum is not None and value < minimum:
-        raise InputError(f"{name} must be{bound}, but got {value}")
+        raise error(f"{name} must be{bound}, but got {value}")
     return value
 
 
 def check_number(
     name: str, value: Any, *, low: float | None = None, high: float | None = None, above: float | None = None,
-    optional: bool = False, what: str | None = None,
+    optional: bool = False, what: str | None = None, error: type[Exception] = InputError,
 ) -> float | None:
     """A finite real number (never a bool) in ``[low, high]`` and ``> above`` where given."""
     if value is None and optional:
@@ -54,11 +56,11 @@ def check_number(
         except OverflowError:  # an int too large for a float
             ok = False
     if not ok:
-        raise InputError(f"{name} must be {what}, but got {value!r}")
+        raise error(f"{name} must be {what}, but got {value!r}")
     if above is not None and not value > above:
-        raise InputError(f"{name} must be > {above:g}, but got {value}")
+        raise error(f"{name} must be > {above:g}, but got {value}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise InputError(f"{name} must be {what}, but got {value}")
+        raise error(f"{name} must be {what}, but got {value}")
     return value
 
 

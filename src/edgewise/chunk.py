@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checks import check_int, check_number
 from .errors import InputError
 
 _FIELDS = ("id", "text", "score", "title", "tokens", "meta")
@@ -90,10 +91,7 @@ class Chunk:
         if title is not None and not isinstance(title, str):
             raise InputError(f"{where}: title must be a string, but got {type(title).__name__}")
         tokens = obj.get("tokens")
-        if tokens is not None and (
-            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
-        ):
-            raise InputError(f"{where}: tokens must be a non-negative integer, but got {tokens!r}")
+        check_int(f"{where}: tokens", tokens, minimum=0, optional=True)
         meta = obj.get("meta") or {}
         if not isinstance(meta, Mapping):
             raise InputError(f"{where}: meta must be an object, but got {type(meta).__name__}")
@@ -113,11 +111,7 @@ def _number(value: Any, what: str) -> float | None:
             value = float(value)
         except ValueError:
             raise InputError(f"{what} must be a number, but got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{what} must be a number, but got {value!r}")
-    if not math.isfinite(value):
-        raise InputError(f"{what} must be finite, but got {value!r}")
-    return float(value)
+    return float(check_number(what, value))
 
 
 @dataclass(frozen=True)

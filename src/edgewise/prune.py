@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import check_int, check_number
 from .chunk import Chunk
-from .errors import InputError
 from .sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences
 from .sentences import Span, join_spans, split_sentences
 from .tokens import Tokenizer, get_tokenizer
@@ -66,8 +66,7 @@ class Pruned:
 
 
 def _check_threshold(threshold: float) -> None:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise InputError(f"threshold must be a number in [0, 1], but got {threshold!r}")
+    check_number("threshold", threshold, low=0, high=1, what="a number in [0, 1]")
 
 
 def _select(sentences: Sequence[Span], threshold: float, relative: bool) -> list[Span]:
@@ -135,8 +134,7 @@ def extractive_summary(
     >>> extractive_summary("capital of france", c, 8, "cl100k_base", scorer="lexical")
     'Paris is the capital of France.'
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise InputError(f"max_tokens must be an integer > 0, but got {max_tokens!r}")
+    check_int("max_tokens", max_tokens, minimum=1)
     tok = get_tokenizer(tokenizer)
     sentences = score_sentences(query, chunk.text, title=chunk.title, scorer=scorer)
     if not sentences:

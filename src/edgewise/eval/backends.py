@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..checks import check_int
 from ..errors import BackendError, ConfigError, InputError
 from ..registry import Registry
 
@@ -216,8 +217,7 @@ class OpenAIBackend:
         if not base_url.startswith(("http://", "https://")):
             raise InputError(f"base_url must start with http:// or https://, but got {base_url!r}")
         for label, value in (("retries", retries), ("concurrency", concurrency)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if label == "retries" else 1):
-                raise InputError(f"{label} must be an integer >= {0 if label == 'retries' else 1}, but got {value!r}")
+            check_int(label, value, minimum=0 if label == "retries" else 1)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api = api

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..checks import check_int
 from ..errors import InputError
 from .metrics import wilson
 from .report import load_results
@@ -51,8 +52,7 @@ def profile(results: Sequence[dict[str, Any]], condition: str = "baseline", poin
                 for x in xs]
     if points is None:
         points = Counter(r.get("n_docs") or len(xs) for r in rs).most_common(1)[0][0]
-    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
-        raise InputError(f"points must be an integer >= 1, but got {points!r}")
+    check_int("points", points, minimum=1)
     ys = [m["accuracy"] for m in measured]
     grid = [i / (points - 1) if points > 1 else 0.0 for i in range(points)]
     return {

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..checks import check_int
 from ..errors import InputError
 from ..score.bm25 import BM25Index, terms
 from .metrics import normalize_answer
@@ -188,12 +189,10 @@ def build(
     Parameters are checked, and the pool indexed, when ``build`` is called; rows are made as they are
     read, with a progress bar on stderr (``progress=None``: only when stderr is a terminal).
     """
-    if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
-        raise InputError(f"docs must be an integer >= 1, but got {docs!r}")
-    if isinstance(gold_at, bool) or not isinstance(gold_at, int) or not -docs <= gold_at < docs:
+    check_int("docs", docs, minimum=1)
+    if not -docs <= check_int("gold_at", gold_at) < docs:
         raise InputError(f"gold_at must be in [-{docs}, {docs - 1}] for {docs} documents, but got {gold_at!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed must be an integer, but got {seed!r}")
+    check_int("seed", seed)
     for i, row in enumerate(rows):
         _check_row(row, i)
     for i, row in enumerate(pool or ()):

@@ -36,6 +36,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..checks import check_number
 from ..errors import ConfigError, EdgewiseError, InputError
 from ..options import PackOptions
 from .backends import Backend
@@ -152,8 +153,7 @@ def _pruned(query: str, chunks: list[dict[str, Any]], threshold: Any, scorer: st
     from ..chunk import Chunk
     from ..prune import prune
 
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise ConfigError(f"prune must be a threshold between 0 and 1, but got {threshold!r}")
+    check_number("prune", threshold, low=0, high=1, what="a threshold in [0, 1]", error=ConfigError)
     kept = prune(query, [Chunk.from_dict(c, i) for i, c in enumerate(chunks)], float(threshold), scorer=scorer)
     return [{**c, "text": k.text} for c, k in zip(chunks, kept)]
 

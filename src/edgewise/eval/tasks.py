@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checks import check_int
 from ..errors import InputError
 from ..registry import Registry
 from .data import data_path
@@ -146,9 +147,7 @@ def spread(n: int, k: int = 5) -> list[int]:
 
 
 def _check_count(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, but got {value!r}")
-    return value
+    return check_int(name, value, minimum=minimum)
 
 
 # ---------------------------------------------------------------------------------------------- kv
@@ -241,8 +240,10 @@ def needle_task(examples: int = 5, *, lengths: Sequence[int] = (250, 500, 1000),
     from ..tokens import get_tokenizer
 
     _check_count("examples", examples)
-    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 50 for n in lengths):
-        raise InputError(f"lengths must be integers >= 50 (tokens), but got {list(lengths)!r}")
+    if not lengths:
+        raise InputError(f"lengths must name at least one context length, but got {list(lengths)!r}")
+    for n in lengths:
+        check_int("each of lengths (tokens)", n, minimum=50)
     rows = read_jsonl(data_path(NQ_FILE, data))
     filler = [(r["ctxs"][0]["title"], " ".join(r["ctxs"][0]["text"].split())) for r in rows]
     tok = get_tokenizer("cl100k_base")

@@ -30,6 +30,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from ..checks import check_number
 from ..errors import ConfigError
 from . import scorer
 
@@ -53,10 +54,8 @@ def terms(text: str) -> list[str]:
 
 
 def _check_params(k1: float, b: float) -> None:
-    if isinstance(k1, bool) or not isinstance(k1, (int, float)) or not 0.0 <= k1 < math.inf:
-        raise ConfigError(f"BM25 k1 must be a finite number >= 0, but got {k1!r}")
-    if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0.0 <= b <= 1.0:
-        raise ConfigError(f"BM25 b must be a number in [0, 1], but got {b!r}")
+    check_number("BM25 k1", k1, low=0, what="a finite number >= 0", error=ConfigError)
+    check_number("BM25 b", b, low=0, high=1, what="a number in [0, 1]", error=ConfigError)
 
 
 class BM25Index:
