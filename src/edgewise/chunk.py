@@ -288,7 +288,7 @@ class _Parser:
                 f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but it is nested too deep to parse"
             ) from None
         # A lone surrogate comes from a "\\ud800"-style escape, or was in the text already.
-        return data, self.bad or "\\ud" in text or "\\uD" in text or _surrogate_at(text) is not None
+        return data, self.bad or "\\ud" in text or "\\uD" in text or lone_surrogate(text) is not None
 
 
 def _kind(value: Any) -> str:
@@ -313,8 +313,12 @@ def _field(path: str, key: Any) -> str:
     return f"{path}[{json.dumps(key[:40])}]"
 
 
-def _surrogate_at(text: str) -> int | None:
-    """Where ``text`` holds a lone surrogate (a ``\\ud800`` escape with no pair), which no UTF-8 can write."""
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (text that cannot be written as UTF-8), or None.
+
+    >>> lone_surrogate("ok"), lone_surrogate("ab\\ud800"), lone_surrogate("café")
+    (None, 2, None)
+    """
     if text.isascii():
         return None
     try:
@@ -352,7 +356,7 @@ def _explain(item: Any, where: str) -> None:
     while stack:
         value, path, depth = stack.pop()
         if isinstance(value, str):
-            at = _surrogate_at(value)
+            at = lone_surrogate(value)
             if at is not None:
                 raise InputError(
                     f"{where}: {path} must be valid Unicode, but character {at + 1} is a lone surrogate "
@@ -367,7 +371,7 @@ def _explain(item: Any, where: str) -> None:
                 raise InputError(f"{where}: JSON must be nested at most {MAX_DEPTH} levels deep, but {shown} is deeper")
             if isinstance(value, dict):
                 for key in value:
-                    at = _surrogate_at(key)
+                    at = lone_surrogate(key)
                     if at is not None:
                         raise InputError(
                             f"{where}: the key {json.dumps(key[:40])} in {path or 'the chunk'} must be valid "

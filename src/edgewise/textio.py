@@ -18,25 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .chunk import loads
+from .chunk import loads, lone_surrogate
 from .errors import InputError
 
 _BOM = b"\xef\xbb\xbf"
-
-
-def lone_surrogate(text: str) -> int | None:
-    """The index of the first lone surrogate in ``text`` (text that cannot be written as UTF-8), or None.
-
-    >>> lone_surrogate("ok"), lone_surrogate("ab\\ud800"), lone_surrogate("café")
-    (None, 2, None)
-    """
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
 
 
 def decode(data: bytes, source: str) -> str:
