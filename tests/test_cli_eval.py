@@ -15,6 +15,7 @@ from threading import Thread
 import pytest
 
 DATA = Path(__file__).parent / "data"
+pytestmark = pytest.mark.slow  # subprocesses and a paced loopback LLM: seconds each
 
 
 class SlowLLM:
