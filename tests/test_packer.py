@@ -180,10 +180,13 @@ def test_fixed_layers_are_rendered_or_refused_never_dropped():
 def test_paper_layout_without_documents_is_the_papers_closed_book_prompt():
     assert pack("who wrote hamlet?", [], layout="paper").prompt == (
         "Write a high-quality answer for the given question.\n\nQuestion: who wrote hamlet?\nAnswer:")
-    # with documents, the budget was reserved for the longer open-book instruction
+    # with documents, the longer open-book instruction; too small a budget for it gives the closed-book prompt
     out = pack("q", ["Shakespeare wrote Hamlet."], layout="paper", budget=60)
     assert out.prompt.startswith("Write a high-quality answer for the given question using only the provided search")
     assert out.debug_info.prompt_tokens <= 60
+    tight = pack("q", ["Shakespeare wrote Hamlet."], layout="paper", budget=20)
+    assert tight.prompt == "Write a high-quality answer for the given question.\n\nQuestion: q\nAnswer:"
+    assert tight.debug_info.dropped[0]["reason"].startswith("budget exhausted")
 
 
 def test_score_command_scores_what_pack_ranks_by(tmp_path):

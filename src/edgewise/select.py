@@ -98,7 +98,7 @@ def fit(
             items.append(whole)
             continue
         if left < floor:
-            dropped.append((chunk, f"budget exhausted: {left} tokens left, less than any chunk needs ({floor})"))
+            dropped.append((chunk, f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
             continue
         summary = chunk.summary
         need = cost(whole)

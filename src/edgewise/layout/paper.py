@@ -55,10 +55,6 @@ class Paper:
         """The paper's prompt; with no documents, its closed-book prompt."""
         return self._render(inp, INSTRUCTION if inp.items else CLOSED_BOOK)
 
-    def render_fixed(self, inp: RenderInput) -> Rendered:
-        """The fixed part as it is with documents (the budget is reserved for that prompt)."""
-        return self._render(inp, INSTRUCTION)
-
     def _render(self, inp: RenderInput, instruction: str) -> Rendered:
         refuse_layers(inp, "paper")
         head = quote(inp.system) if inp.system else instruction  # the caller's text is indented like any payload
