@@ -91,7 +91,8 @@ class Chunk:
         if title is not None and not isinstance(title, str):
             raise InputError(f"{where}: title must be a string, but got {type(title).__name__}")
         tokens = obj.get("tokens")
-        check_int(f"{where}: tokens", tokens, minimum=0, optional=True)
+        if tokens is not None:
+            check_int(f"{where}: tokens", tokens, minimum=0)
         meta = obj.get("meta") or {}
         if not isinstance(meta, Mapping):
             raise InputError(f"{where}: meta must be an object, but got {type(meta).__name__}")
@@ -106,6 +107,8 @@ class Chunk:
 def _number(value: Any, what: str) -> float | None:
     if value is None:
         return None
+    if type(value) is float and value - value == 0.0:  # the common case, finite, without a call (per chunk)
+        return value
     if isinstance(value, str):  # some retrievers emit scores as strings ("1.0510446")
         try:
             value = float(value)
