@@ -182,6 +182,8 @@ def normalize_indexed(items: Iterable[Any]) -> tuple[list[Chunk], dict[str, int]
     ({'a': 1}, [0])
     """
     chunks, merged = normalize(items)
+    if not merged:  # the common case: input positions are list positions
+        return chunks, {c.id: i for i, c in enumerate(chunks)}, merged
     taken = {m.index for m in merged} | {m.kept_index for m in merged}
     winners = {m.id: m.kept_index for m in merged}
     index: dict[str, int] = {}

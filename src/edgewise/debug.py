@@ -78,8 +78,13 @@ def build(
     records += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
                  "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
                 for m in merged]
-    records.sort(key=lambda r: r["input_index"])
-    of = {k: [r["id"] for r in records if r["outcome"] == k] for k in OUTCOMES}
+    ordered: list[dict[str, Any]] = [{}] * len(records)
+    for r in records:  # input indexes are exactly 0..n-1: place, don't sort
+        ordered[r["input_index"]] = r
+    records = ordered
+    of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
+    for r in records:
+        of[r["outcome"]].append(r["id"])
     total = max(prompt_tokens, message_tokens)
     return DebugInfo(
         order=list(rendered.order),
@@ -89,7 +94,7 @@ def build(
         sections=rendered.sections,
         placed=of["placed"], summarized=of["summarized"], truncated=of["truncated"],
         dropped=[{"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
-                 for r in records if r["outcome"] == "dropped"],
+                 for r in records if r["outcome"] == "dropped"] if of["dropped"] else [],
         chunks=records,
         reminders=list(rendered.reminder_ids),
         pruned=pruned,

@@ -120,13 +120,22 @@ class PackOptions:
         return out
 
     def replace(self, **changes: Any) -> PackOptions:
-        """A validated copy with ``changes``; an unknown name is an error listing the valid ones."""
+        """A validated copy with ``changes``; an unknown name is an error listing the valid ones.
+
+        Only the changed fields are checked (the others were checked when ``self`` was made): this
+        runs on every ``pack()`` call that passes keywords.
+        """
         if not changes:
             return self
         unknown = sorted(set(changes) - set(_SPECS))
         if unknown:
             raise ConfigError(f"unknown pack option {unknown[0]!r}; choose from: {', '.join(self.names())}")
-        return dataclasses.replace(self, **changes)
+        for name, value in changes.items():
+            _check(name, value, _SPECS[name])
+        new = object.__new__(PackOptions)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -51,9 +51,9 @@ class _CountCache:
     """Counts by content, so each distinct text is encoded once; least recently used texts are
     evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory.
 
-    Safe to share between threads: a lock guards the table, and counting runs outside it, so
-    threads encode in parallel (two threads that miss on the same text both count it, and the
-    second result is not added twice).
+    Safe to share between threads: a lock guards every change to the table, and counting runs
+    outside it, so threads encode in parallel (two threads that miss on the same text both count
+    it, and the second result is not added twice); a hit reads without the lock.
     """
 
     def __init__(self, max_chars: int = 8_000_000) -> None:
@@ -61,16 +61,26 @@ class _CountCache:
         self._max_chars = max_chars
         self._chars = 0
         self._lock = threading.Lock()
-        self.hits = 0
+        self._hits: dict[int, int] = {}  # per thread: each thread writes only its own entry
         self.misses = 0
 
+    @property
+    def hits(self) -> int:
+        return sum(self._hits.copy().values())
+
     def get(self, text: str, compute: Callable[[str], int]) -> int:
-        with self._lock:
-            value = self._data.get(text)
-            if value is not None:
-                self.hits += 1
+        # a hit takes no lock: dict and OrderedDict operations are atomic, and a text evicted by
+        # another thread between the lookup and the move is simply not moved
+        value = self._data.get(text)
+        if value is not None:
+            tid = threading.get_ident()
+            self._hits[tid] = self._hits.get(tid, 0) + 1
+            try:
                 self._data.move_to_end(text)
-                return value
+            except KeyError:
+                pass
+            return value
+        with self._lock:
             self.misses += 1
         value = compute(text)
         if len(text) <= self._max_chars // 4:
