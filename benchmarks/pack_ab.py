@@ -34,6 +34,15 @@ def load_other(checkout: Path):  # noqa: ANN201
     return module
 
 
+def _commit(module_file: Path) -> str:
+    """The checkout a module comes from, by its git commit (dirty when it has uncommitted changes)."""
+    import subprocess
+
+    root = module_file.resolve().parents[2]
+    out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return f"commit {out.stdout.strip()}" if out.returncode == 0 else "a checkout outside git"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the other checkout (its src/edgewise is loaded)")
@@ -47,7 +56,8 @@ def main() -> None:
     other = load_other(Path(a.against))
     with gzip.open(data_path("nq-open-oracle-dev.jsonl.gz", a.data), "rt", encoding="utf-8") as f:
         words = [w for line in f for w in json.loads(line)["ctxs"][0]["text"].split()]
-    print(f"this: {edgewise.__file__}\nother: {other.__file__}\nwarm pack, CPU time, median of {a.reps} alternated calls\n")
+    print(f"this: {_commit(Path(edgewise.__file__))}\nother: {_commit(Path(other.__file__))}\n"
+          f"warm pack, CPU time, median of {a.reps} alternated calls\n")
     print("| chunks | budget | other ms | this ms | this / other (median of paired ratios) |")
     print("|---:|---:|---:|---:|---:|")
     rng = random.Random(0)
