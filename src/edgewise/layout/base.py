@@ -132,7 +132,6 @@ class Layout(Protocol):
 
 LayoutFactory = Callable[[str | None], Layout]
 LAYOUTS: Registry[LayoutFactory] = Registry("layouts")  # plugins: entry-point group "edgewise.layouts"
-_BUILTIN_ARGS = {"template": "FILE"}  # TODO: template.py can say @layout("template", arg="FILE")
 
 
 def register_layout(name: str, factory: LayoutFactory | None = None, *, arg: str | None = None) -> Any:
@@ -158,7 +157,7 @@ def register_layout(name: str, factory: LayoutFactory | None = None, *, arg: str
 
 def layout(name: str, *, arg: str | None = None) -> Callable[[LayoutFactory], LayoutFactory]:
     """The decorator the built-in layout modules use (same as :func:`register_layout`)."""
-    return LAYOUTS.register(name, arg=arg if arg is not None else _BUILTIN_ARGS.get(name))
+    return LAYOUTS.register(name, arg=arg)
 
 
 def layout_names() -> list[str]:

@@ -111,7 +111,7 @@ class Template:
         return "".join(out)
 
 
-@layout("template")
+@layout("template", arg="FILE")
 def _template(arg: str | None) -> Template:
     if not arg:
         raise ConfigError("layout 'template' needs a file: template:FILE")
