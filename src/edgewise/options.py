@@ -223,15 +223,9 @@ def parse_value(name: str, text: str) -> Any:
 
 def _names(registry: str) -> str:
     """The valid names of a registry, for --help (lazy: listing may load plugins)."""
-    if registry == "orders":
-        from .order import order_names as names
-    elif registry == "layouts":
-        from .layout import layout_names as names
-    elif registry == "scorers":
-        from .score import scorer_names as names
-    else:
-        from .tokens import tokenizer_names as names
-    return ", ".join(names())
+    from .registry import describe
+
+    return ", ".join(name for name, _ in describe((registry,))[registry])
 
 
 def _argument_kwargs(name: str, spec: Spec, default: Any) -> dict[str, Any]:
