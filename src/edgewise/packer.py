@@ -63,7 +63,6 @@ class Packed:
         return {"prompt": self.prompt, "messages": self.messages(messages_format), "debug_info": self.debug_info.to_dict()}
 
 
-
 class Packer:
     """Holds the options and the loaded tokenizer and scorers; call :meth:`pack` per request."""
 
@@ -113,14 +112,14 @@ class Packer:
     def pack(
         self, query: str, chunks: Iterable[Chunk | Mapping[str, Any] | str],
         options: PackOptions | Mapping[str, Any] | None = None, **overrides: Any,
-    ) -> Any:
+    ) -> Packed:
         """Pack ``chunks`` for ``query``: score → prune → select → place → render → debug.
 
         ``options`` replaces the packer's options for this call; ``overrides`` change single ones.
         """
         return self._pack(query, chunks, (self.options if options is None else _options(options)).replace(**overrides))
 
-    def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Any:
+    def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Packed:
         check_str("query", query)
         tok, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
         resolve(opts.order)  # an unknown order fails before any work
