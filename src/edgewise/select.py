@@ -22,11 +22,6 @@ from .layout.base import Item
 from .tokens import Tokenizer
 
 
-def check_positive(name: str, value: int | None) -> None:
-    """``top_k``-style parameters must be positive integers when given."""
-    check_int(name, value, minimum=1, optional=True)
-
-
 def limit(
     ranked: Sequence[Chunk],
     *,
@@ -39,7 +34,7 @@ def limit(
     ``word_count_threshold`` has Haystack's semantics: chunks are added in rank order, the one
     whose words bring the total to the threshold is kept, and every later one is dropped.
     """
-    check_positive("top_k", top_k)
+    check_int("top_k", top_k, minimum=1, optional=True)
     check_number("word_count_threshold", word_count_threshold, above=0, optional=True, what="a number > 0")
     kept: list[Chunk] = []
     dropped: list[tuple[Chunk, str]] = []

@@ -10,8 +10,6 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   the budget allows (default: none).
 - ``render_fixed(inp) -> Rendered``: the prompt with no chunks, whose cost is reserved first
   (default: ``render`` with no items).
-- ``section_of_key(section, n, high_importance_k) -> int``: for ``variants`` with a section name as
-  the position, which placement slot puts the key chunk in that section (default: unsupported).
 """
 
 from __future__ import annotations
