@@ -18,7 +18,7 @@ from .chunk import Chunk
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
 from .select import Fit, fit
-from .tokens import Tokenizer
+from .tokens import Tokenizer, lower_bound
 
 TRUNCATION_MARK = " [...]"
 MAX_ESTIMATE_PASSES = 4
@@ -113,13 +113,17 @@ def settle(
     def cost(item: Item) -> int:
         return tok.count(lay.block(item) + "\n")
 
+    # a block holds its text's words: they bound its cost from below (see hooks.keeps_text_words)
+    bound = (lambda text, stop: lower_bound(tok, text, stop)) if hooks.keeps_text_words(lay) else None
+    bounds = Bounds(bound, hooks.tags_bound(lay, tok))
+
     # tokens the joins and section headers add on top of the blocks: first estimated from a probe
     # with a tiny chunk in each section, then as measured on the last pass
     slack = _overhead(lay, layers, meter, fixed, cost, head_n) if budget is not None else 0
     passes = 0
     while True:
         available = None if budget is None else budget - fixed - slack
-        chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens)
+        chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds)
         items = [replace(it, rank=rank_of[it.id]) for it in chosen.items]
         rendered = render(items, ())
         total = meter(rendered)
@@ -152,19 +156,45 @@ def _overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Calla
     return max(0, meter(lay.render(layers.input(tuple(probe)))) - fixed - sum(cost(it) for it in probe))
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """Provable lower bounds on costs, for skipping what cannot fit without encoding it (see
+    :func:`edgewise.select.fit`): of a block holding a text, and of a chunk's truncated tags."""
+
+    text: Callable[[str, int], int] | None = None
+    tags: Callable[[Chunk], int] | None = None
+
+
 def fit_two_phase(
     kept: Sequence[Chunk], head_n: int, available: int | None, cost: Callable[[Item], int], tok: Tokenizer,
-    min_truncated: int,
+    min_truncated: int, bounds: Bounds = Bounds(),
 ) -> Fit:
     """Fit the first ``head_n`` chunks, then the rest: whole if all of them fit, else summaries first."""
-    head = fit(kept[:head_n], available, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated)
+    head = fit(kept[:head_n], available, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated,
+               bound=bounds.text, tags_bound=bounds.tags)
     tail = kept[head_n:]
     if not tail:
         return head
     left = None if available is None else available - head.used
-    prefer = left is not None and any(c.summary for c in tail) and sum(
-        cost(Item(c, "whole", c.text, 0)) for c in tail
-    ) > left
+    prefer = left is not None and any(c.summary for c in tail) and _exceeds(tail, left, cost, bounds.text)
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
-               first_rank=head_n)
+               first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used)
+
+
+def _exceeds(chunks: Sequence[Chunk], left: int, cost: Callable[[Item], int],
+             bound: Callable[[str, int], int] | None) -> bool:
+    """Whether the chunks' whole blocks together cost more than ``left``: by their lower bounds if
+    those already say so, else by exact costs, stopping as soon as the sum passes ``left``."""
+    if bound is not None:
+        total = 0
+        for c in chunks:
+            total += bound(c.text, left - total)
+            if total > left:
+                return True
+    total = 0
+    for c in chunks:
+        total += cost(Item(c, "whole", c.text, 0))
+        if total > left:
+            return True
+    return False

@@ -61,6 +61,9 @@ class Chunk:
         ``index`` is the item's input position: it names the item in errors and gives
         a missing id its stable default, ``chunk-<index>``.
         """
+        fast = _plain(obj, index)
+        if fast is not None:
+            return fast
         if isinstance(obj, Chunk):
             obj = obj.to_dict()
         if isinstance(obj, str):
@@ -104,6 +107,31 @@ class Chunk:
         return cls(id=cid, text=text, score=score, title=title or None, tokens=tokens, meta=dict(meta))
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _plain(obj: Any, index: int) -> Chunk | None:
+    """The common input, validated without a field-by-field walk: a dict whose text and id are
+    strings (or no id), score a finite float or absent, title a string or absent, and no tokens or
+    meta. The Chunk is built in one step (its fields set as one dict: a frozen dataclass's
+    ``__init__`` sets them one call at a time). ``None`` for anything else, which
+    :meth:`Chunk.from_dict` then checks field by field; both give the same Chunk.
+    """
+    if type(obj) is not dict:
+        return None
+    get = obj.get
+    text, cid, score, title = get("text"), get("id"), get("score"), get("title")
+    if (type(text) is not str or (cid is not None and type(cid) is not str)
+            or (score is not None and (type(score) is not float or score - score != 0.0))
+            or (title is not None and type(title) is not str) or get("tokens") is not None or get("meta") is not None):
+        return None
+    chunk = _new(Chunk)
+    _set(chunk, "__dict__", {"id": f"chunk-{index}" if cid is None else cid, "text": text, "score": score,
+                             "title": title or None, "tokens": None, "meta": {}})
+    return chunk
+
+
 def _number(value: Any, what: str) -> float | None:
     if value is None:
         return None
@@ -142,36 +170,50 @@ def normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged]]:
     >>> [(c.id, c.text) for c in chunks], [(m.index, m.kept_index) for m in merged]
     ([('a', 'z'), ('b', 'y')], [(0, 2)])
     """
+    chunks, merged, _ = _normalize(items)
+    return chunks, merged
+
+
+def _normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged], dict[str, int] | None]:
+    """:func:`normalize`, plus each chunk's input position when no id was merged (else None)."""
     if isinstance(items, (str, bytes, Mapping)):
         raise InputError(f"chunks must be a list, but got {type(items).__name__}")
-    slots: dict[str, int] = {}  # id -> slot in `kept`
-    kept: list[tuple[int, Chunk]] = []  # (input index, chunk)
+    slots: dict[str, int] = {}  # id -> slot in `chunks`
+    chunks: list[Chunk] = []
+    at: list[int] | None = None  # the input index of each slot, once a duplicate made them differ
     merged: list[Merged] = []
     for index, item in enumerate(items):
-        chunk = Chunk.from_dict(item, index)
-        slot = slots.get(chunk.id)
-        if slot is None:
-            slots[chunk.id] = len(kept)
-            kept.append((index, chunk))
+        chunk = _plain(item, index) or Chunk.from_dict(item, index)
+        n = len(chunks)
+        slot = slots.setdefault(chunk.id, n)
+        if slot == n:
+            chunks.append(chunk)
+            if at is not None:
+                at.append(index)
             continue
-        old_index, old = kept[slot]
+        if at is None:
+            at = list(range(n))
+        old = chunks[slot]
         if (chunk.score if chunk.score is not None else -math.inf) > (
             old.score if old.score is not None else -math.inf
         ):
-            kept[slot] = (index, chunk)
-            loser, winner = old_index, index
+            chunks[slot] = chunk
+            loser, winner = at[slot], index
+            at[slot] = index
         else:
-            loser, winner = index, old_index
+            loser, winner = index, at[slot]
         merged.append(
             Merged(chunk.id, loser, winner, f"duplicate id: merged into input #{winner}, which has the higher score")
         )
+    if at is None:  # the common case: no duplicates, input positions are list positions
+        return chunks, merged, slots
     # A loser may have been an earlier winner: point every record at the final survivor.
-    final = {chunk.id: index for index, chunk in kept}
+    final = {chunk.id: index for index, chunk in zip(at, chunks)}
     merged = [
         Merged(m.id, m.index, final[m.id], f"duplicate id: merged into input #{final[m.id]}, which has the higher score")
         for m in merged
     ]
-    return [chunk for _, chunk in kept], merged
+    return chunks, merged, None
 
 
 def normalize_indexed(items: Iterable[Any]) -> tuple[list[Chunk], dict[str, int], list[Merged]]:
@@ -181,9 +223,9 @@ def normalize_indexed(items: Iterable[Any]) -> tuple[list[Chunk], dict[str, int]
     >>> index, [m.index for m in merged]
     ({'a': 1}, [0])
     """
-    chunks, merged = normalize(items)
-    if not merged:  # the common case: input positions are list positions
-        return chunks, {c.id: i for i, c in enumerate(chunks)}, merged
+    chunks, merged, positions = _normalize(items)
+    if positions is not None:
+        return chunks, positions, merged
     taken = {m.index for m in merged} | {m.kept_index for m in merged}
     winners = {m.id: m.kept_index for m in merged}
     index: dict[str, int] = {}

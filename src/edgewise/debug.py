@@ -7,8 +7,9 @@ where a key does not apply), so a batch of debug records is one Arrow/Parquet ta
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .chunk import Chunk, Merged
@@ -21,9 +22,14 @@ _REASON = {"whole": "fits whole", "summary": "given summary fits where the whole
            "truncated": "cut at a token boundary to fit"}
 
 
-@dataclass
+@dataclass(eq=False)
 class DebugInfo:
-    """Where every chunk went and why, and what the prompt costs."""
+    """Where every chunk went and why, and what the prompt costs.
+
+    ``chunks`` (one record per input chunk, in input order) and ``dropped`` are built when first
+    read, so a pack of 20,000 chunks of which 20 fit does not pay for 20,000 dicts it may never
+    look at; ``to_dict`` and equality read them like any other field.
+    """
 
     order: list[str]
     section_A_ids: list[str]
@@ -33,8 +39,6 @@ class DebugInfo:
     placed: list[str]
     summarized: list[str]
     truncated: list[str]
-    dropped: list[dict[str, Any]]
-    chunks: list[dict[str, Any]]
     reminders: list[str]
     pruned: list[dict[str, Any]]
     prompt_tokens: int
@@ -48,9 +52,49 @@ class DebugInfo:
     layout: str
     scorer: str
     render_passes: int
+    records: Callable[[], list[dict[str, Any]]] = field(default=list, repr=False)
+
+    @property
+    def chunks(self) -> list[dict[str, Any]]:
+        """One record per input chunk, in input order, each with every key of :data:`CHUNK_KEYS`."""
+        built = self.__dict__.get("_chunks")
+        if built is None:
+            built = self.__dict__["_chunks"] = self.records()
+        return built
+
+    @property
+    def dropped(self) -> list[dict[str, Any]]:
+        """The chunks left out: id, input index and reason, in input order."""
+        built = self.__dict__.get("_dropped")
+        if built is None:
+            built = self.__dict__["_dropped"] = [
+                {"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
+                for r in self.chunks if r["outcome"] == "dropped"]
+        return built
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = {}
+        for name in _FIELDS:
+            value = getattr(self, name)
+            if name == "pruned":
+                value = copy.deepcopy(value)  # nested: sentence spans
+            elif isinstance(value, list):
+                value = [dict(v) if isinstance(v, dict) else v for v in value]
+            elif isinstance(value, dict):
+                value = {k: list(v) for k, v in value.items()}
+            out[name] = value
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DebugInfo) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment] - mutable, like the dataclass it was
+
+
+# to_dict's keys, in the order they have always been written
+_FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "sections", "placed", "summarized", "truncated",
+           "dropped", "chunks", "reminders", "pruned", "prompt_tokens", "message_tokens", "budget", "remaining_tokens",
+           "tokenizer", "estimated", "cache_prefix_tokens", "strategy", "layout", "scorer", "render_passes")
 
 
 def build(
@@ -60,10 +104,11 @@ def build(
     budget: int | None, tokenizer: str, estimated: bool, strategy: str, layout: str, scorer: str, passes: int,
     pruned: list[dict[str, Any]],
 ) -> DebugInfo:
-    """Assemble the debug record of one pack from what each step produced."""
+    """Assemble the debug record of one pack from what each step produced (the per-chunk records
+    when they are first read)."""
     position = {cid: p for p, cid in enumerate(rendered.order)}
     section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
-    records = [
+    placed = [
         {"id": it.id, "input_index": input_index[it.id], "rank": rank_of[it.id], "score": score_of[it.id],
          "outcome": _OUTCOME[it.form],
          "reason": "extractive summary fits where the whole chunk does not"
@@ -71,20 +116,25 @@ def build(
          "position": position.get(it.id), "section": section_of.get(it.id), "tokens": cost(it), "merged_into": None}
         for it in items
     ]
-    # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
-    records += [{"id": c.id, "input_index": input_index[c.id], "rank": rank_of[c.id], "score": score_of[c.id],
-                 "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
-                 "merged_into": None} for c, why in dropped]
-    records += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
+    of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
+    for r in sorted(placed, key=lambda r: r["input_index"]):
+        of[r["outcome"]].append(r["id"])
+    dropped, merged = list(dropped), list(merged)
+
+    def records() -> list[dict[str, Any]]:
+        # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
+        out = placed + [
+            {"id": c.id, "input_index": input_index[c.id], "rank": rank_of[c.id], "score": score_of[c.id],
+             "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
+             "merged_into": None} for c, why in dropped]
+        out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
                  "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
                 for m in merged]
-    ordered: list[dict[str, Any]] = [{}] * len(records)
-    for r in records:  # input indexes are exactly 0..n-1: place, don't sort
-        ordered[r["input_index"]] = r
-    records = ordered
-    of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    for r in records:
-        of[r["outcome"]].append(r["id"])
+        ordered: list[dict[str, Any]] = [{}] * len(out)
+        for r in out:  # input indexes are exactly 0..n-1: place, don't sort
+            ordered[r["input_index"]] = r
+        return ordered
+
     total = max(prompt_tokens, message_tokens)
     return DebugInfo(
         order=list(rendered.order),
@@ -93,9 +143,6 @@ def build(
         section_C_ids=rendered.sections.get("C", []),
         sections=rendered.sections,
         placed=of["placed"], summarized=of["summarized"], truncated=of["truncated"],
-        dropped=[{"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
-                 for r in records if r["outcome"] == "dropped"] if of["dropped"] else [],
-        chunks=records,
         reminders=list(rendered.reminder_ids),
         pruned=pruned,
         prompt_tokens=prompt_tokens,
@@ -106,4 +153,5 @@ def build(
         estimated=estimated,
         cache_prefix_tokens=cache_prefix_tokens,
         strategy=strategy, layout=layout, scorer=scorer, render_passes=passes,
+        records=records,
     )

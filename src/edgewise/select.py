@@ -36,6 +36,8 @@ def limit(
     """
     check_int("top_k", top_k, minimum=1, optional=True)
     check_number("word_count_threshold", word_count_threshold, above=0, optional=True, what="a number > 0")
+    if top_k is None and min_score is None and word_count_threshold is None:
+        return list(ranked), []
     kept: list[Chunk] = []
     dropped: list[tuple[Chunk, str]] = []
     words = 0
@@ -74,6 +76,8 @@ def fit(
     min_truncated_tokens: int = 32,
     first_rank: int = 0,
     prefer_summary: bool = False,
+    bound: Callable[[str, int], int] | None = None,
+    tags_bound: Callable[[Chunk], int] | None = None,
 ) -> Fit:
     """Greedily fit chunks, best first, into ``available`` tokens (None: no limit).
 
@@ -81,39 +85,56 @@ def fit(
     at a token boundary if at least ``min_truncated_tokens`` of it fit; else it is dropped.
     ``cost(item)`` is what an item adds to the prompt (its rendered block and separator).
     With ``prefer_summary``, a chunk that has a summary goes in as its summary first.
+
+    ``bound(text, stop)``, if given, is a provable lower bound on the cost of any item holding
+    ``text`` (it may stop counting past ``stop``): a chunk (or summary) whose bound already exceeds
+    the tokens left is known not to fit without rendering or encoding it, so a budget that fills
+    early costs what the placed chunks cost, not a pass over every chunk. ``tags_bound(chunk)``, if
+    given, bounds the cost of the chunk's block truncated to no text the same way.
     """
     items: list[Item] = []
     dropped: list[tuple[Chunk, str]] = []
     left = available
+    if left is None:
+        return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
     # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
-    floor = cost(Item(Chunk("", ""), "whole", "", 0)) if available is not None else 0
+    floor = cost(Item(Chunk("", ""), "whole", "", 0))
+    exhausted = ""  # the reason, shared by every chunk dropped while `left` stays the same
     for rank, chunk in enumerate(ranked, first_rank):
-        whole = Item(chunk, "whole", chunk.text, rank)
-        if left is None:
-            items.append(whole)
-            continue
         if left < floor:
-            dropped.append((chunk, f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
+            if not exhausted:
+                exhausted = f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"
+            dropped.append((chunk, exhausted))
             continue
         summary = chunk.summary
-        need = cost(whole)
-        if need <= left and not (prefer_summary and summary is not None):
-            items.append(whole)
+        # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
+        need = None if bound is not None and bound(chunk.text, left) > left else cost(Item(chunk, "whole", chunk.text, rank))
+        if need is not None and need <= left and not (prefer_summary and summary is not None):
+            items.append(Item(chunk, "whole", chunk.text, rank))
             left -= need
+            exhausted = ""
             continue
-        if summary is not None:
+        need_summary = None
+        if summary is not None and (bound is None or bound(summary, left) <= left):
             short = Item(chunk, "summary", summary, rank)
             need_summary = cost(short)
             if need_summary <= left:
                 items.append(short)
                 left -= need_summary
+                exhausted = ""
                 continue
-            if need <= left:  # preferred the summary, but only the whole chunk fits (a long summary)
-                items.append(whole)
-                left -= need
-                continue
-        # An empty block costs at least `floor`: don't price a cut that cannot leave enough text.
-        overhead = cost(Item(chunk, "truncated", "", rank)) if left - floor >= min_truncated_tokens else None
+        if need is not None and need <= left:  # preferred the summary, but only the whole chunk fits (a long summary)
+            items.append(Item(chunk, "whole", chunk.text, rank))
+            left -= need
+            exhausted = ""
+            continue
+        # An empty block costs at least `floor` (and its tags at least `tags_bound`): don't price a
+        # cut that cannot leave enough text.
+        overhead, least = None, floor
+        if left - floor >= min_truncated_tokens:
+            least = floor if tags_bound is None else tags_bound(chunk)
+            if left - least >= min_truncated_tokens:
+                overhead = cost(Item(chunk, "truncated", "", rank))
         room = -1 if overhead is None else left - overhead
         if room >= min_truncated_tokens:
             cut = Item(chunk, "truncated", tokenizer.truncate(chunk.text, room), rank)
@@ -124,13 +145,14 @@ def fit(
             if cut.text and need_cut <= left and tokenizer.count(cut.text) >= min_truncated_tokens:
                 items.append(cut)
                 left -= need_cut
+                exhausted = ""
                 continue
-        why = f"does not fit: needs {need} tokens whole"
+        why = f"does not fit: needs {_tokens(need, left)} whole"
         if summary is not None:
-            why += f", {need_summary} as its summary"
+            why += f", {need_summary if need_summary is not None else f'more than {left}'} as its summary"
         dropped.append((chunk, f"{why}, {left} left: too few to truncate it to "
-                               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {floor}'} for its tags"))
-    if prefer_summary and left is not None:
+                               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags"))
+    if prefer_summary:
         # room left over: give summarised chunks their whole text back, best first
         for i, item in enumerate(items):
             if item.form == "summary":
@@ -138,4 +160,9 @@ def fit(
                 if extra <= left:
                     items[i] = Item(item.chunk, "whole", item.chunk.text, item.rank)
                     left -= extra
-    return Fit(items, dropped, 0 if available is None or left is None else available - left)
+    return Fit(items, dropped, available - left)
+
+
+def _tokens(need: int | None, left: int) -> str:
+    """A drop reason's cost: exact, or (never encoded) more than what was left, by its word count."""
+    return f"{need} tokens" if need is not None else f"more than {left} tokens (it has more words than that)"

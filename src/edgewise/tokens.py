@@ -116,6 +116,48 @@ def _split_is_clean(head: str, tail: str) -> bool:
     return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"
 
 
+# The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
+# where one of its pre-tokens can hold two whitespace-separated words: o200k's
+# `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
+_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+                   r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+_BRIDGES: dict[str | None, tuple[str, ...]] = {_CL100K_PATTERN: (), _O200K_PATTERN: ("\n/", "\r/")}
+_NOT_WHITE_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")  # str.split() splits on them; the patterns' \s does not
+
+
+def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
+    r"""At most the number of tokens cl100k/o200k give ``text``: its whitespace-separated words.
+
+    Why it holds: BPE turns every pre-token (a match of the encoding's split pattern) into at least
+    one token, and no pre-token of either pattern holds two words (two runs of non-``\s``
+    characters), except o200k's punctuation runs, which go on past a line break into a ``/``: each
+    such junction (``bridges``) can join two words, so it is taken off. ``str.split`` also splits on
+    the four separators ``\x1c``-``\x1f``, which ``\s`` does not match: each can split one word
+    in two, so they are taken off too. Counting stops once the bound passes ``stop`` (the result
+    is then ``stop + 1``), so a long text costs what its first ``stop`` words cost.
+    ``tests/test_lower_bound.py`` checks it against the exact count over the bundled corpus and
+    generated text.
+
+    >>> words_bound("four words right here", 100), words_bound("four words right here", 2)
+    (4, 3)
+    """
+    fix = 0
+    if not text.isprintable():  # the fast path: no control or separator character at all
+        fix = sum(text.count(c) for c in _NOT_WHITE_SPACE) + sum(text.count(b) for b in bridges)
+    return max(0, len(text.split(None, max(stop, 0) + fix)) - fix)
+
+
+def lower_bound(tok: Tokenizer, text: str, stop: int) -> int:
+    """``tok``'s provable lower bound on ``text``'s token count (0 when it has none)."""
+    bound = getattr(tok, "lower_bound", None)
+    return bound(text, stop) if bound is not None else 0
+
+
 class TiktokenTokenizer:
     """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
     per name); build one yourself for a count cache of another size (``cache_chars``)."""
@@ -126,6 +168,9 @@ class TiktokenTokenizer:
         self.name = name
         self.encoding = _load_tiktoken(name)
         self._cache = _CountCache(cache_chars)
+        # the word bound is proven for these split patterns only (see words_bound); another pattern
+        # (a future tiktoken) gets no bound rather than a wrong one
+        self._bridges = _BRIDGES.get(getattr(self.encoding, "_pat_str", None))
 
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode_ordinary(text)
@@ -149,6 +194,16 @@ class TiktokenTokenizer:
         if all(_split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
             return sum(self.count(p) for p in parts)
         return self.count("".join(parts))
+
+    @property
+    def split_proven(self) -> bool:
+        """Whether this encoding's split pattern is one :func:`words_bound` is proven for."""
+        return self._bridges is not None
+
+    def lower_bound(self, text: str, stop: int) -> int:
+        """A number of tokens ``text`` has at least, counted without encoding it (see
+        :func:`words_bound`); it stops counting once it passes ``stop``."""
+        return words_bound(text, stop, bridges=self._bridges) if self._bridges is not None else 0
 
     def count_prefix(self, text: str, n_chars: int) -> int:
         if 0 < n_chars < len(text) and _split_is_clean(text[:n_chars], text[n_chars:]):
@@ -216,6 +271,9 @@ class WordsEstimator:
     def count(self, text: str) -> int:
         return math.ceil(1.3 * len(text.split()))
 
+    def lower_bound(self, text: str, stop: int) -> int:
+        return self.count(text)
+
     def truncate(self, text: str, max_tokens: int) -> str:
         words = text.split()
         if self.count(text) <= max_tokens:
@@ -246,6 +304,9 @@ class CharsEstimator:
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / 4)
+
+    def lower_bound(self, text: str, stop: int) -> int:
+        return self.count(text)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         return text[: max(0, max_tokens) * 4]

@@ -183,6 +183,23 @@ def doc_block(item: Item) -> str:
     return f"<doc {attrs}>\n{quote(item.text)}\n</doc>"
 
 
+def doc_tags_bound(chunk: Chunk, tok: Any) -> int:
+    """A lower bound on what :func:`doc_block` costs (with its line break) for ``chunk`` truncated to
+    no text at all: its tags. Exact encodings only (0 for others).
+
+    The block is ``<doc id=ID`` + `` title=TITLE`` + `` form="truncated">\n  \n</doc>\n``. Both
+    attribute values end in ``"`` followed by a space, where every pre-token of cl100k/o200k ends,
+    so the block's count is the sum of the three parts' counts; the first is at least 3 (``<doc``,
+    `` id`` and what follows), and the other two are counted (titles repeat, so from the cache).
+    A chunk whose tags alone leave no room for a useful cut is dropped without rendering it. The
+    bound depends on the title only (``hooks.tags_bound`` keeps it per title).
+    """
+    if not getattr(tok, "split_proven", False):
+        return 0
+    tags = tok.count(' form="truncated">\n  \n</doc>\n')
+    return 3 + tags + (tok.count(f" title={attr(chunk.title)}") if chunk.title else 0)
+
+
 def section(header: str, body: str) -> str:
     return f"[{header}]\n{body}"
 

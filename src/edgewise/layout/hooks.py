@@ -10,16 +10,48 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   the budget allows (default: none).
 - ``render_fixed(inp) -> Rendered``: the prompt with no chunks, whose cost is reserved first
   (default: ``render`` with no items).
+- ``keeps_text_words = True``: a promise that ``block(item)`` holds every whitespace-separated word
+  of ``item.text`` as a word of its own (it may add characters, indentation and tags, but never
+  joins two words, drops whitespace between them, or puts ``/`` right after a line break), so a
+  chunk's word count bounds its block's tokens from below and a chunk that cannot fit is skipped
+  without encoding it (see :func:`edgewise.tokens.words_bound`). Default: no promise.
+- ``tags_bound(chunk, tok) -> int``: a lower bound on the cost of the chunk's block truncated to no
+  text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
+  rendered to find that out. Default: none (the block is rendered and counted).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from ..chunk import Chunk
 from .base import Item, Layout, Rendered, RenderInput
 
 
 def key_facts(lay: Layout, high_importance_k: int) -> int | None:
     fn = getattr(lay, "key_facts", None)
     return fn(high_importance_k) if fn is not None else None
+
+
+def keeps_text_words(lay: Layout) -> bool:
+    return getattr(lay, "keeps_text_words", False) is True
+
+
+def tags_bound(lay: Layout, tok: Any) -> Callable[[Chunk], int] | None:
+    """The layout's bound on a chunk's truncated tags, remembered per title for one pack."""
+    fn = getattr(lay, "tags_bound", None)
+    if fn is None or not getattr(tok, "split_proven", False):
+        return None
+    by_title: dict[str | None, int] = {}
+
+    def bound(chunk: Chunk) -> int:
+        found = by_title.get(chunk.title)
+        if found is None:
+            found = by_title[chunk.title] = fn(chunk, tok)
+        return found
+
+    return bound
 
 
 def reminder_candidates(lay: Layout, rendered: Rendered, items: list[Item]) -> list[Item]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Rendered, RenderInput, doc_block, layout, quote, section, section_parts
+from .base import Rendered, RenderInput, doc_block, doc_tags_bound, layout, quote, section, section_parts
 
 SYSTEM = (
     "You answer questions from the retrieved documents below. Each document opens with a <doc> "
@@ -22,6 +22,8 @@ HEADERS = {"system": "System", "profile": "User profile", "documents": "Document
 
 class Layered:
     name = "layered"
+    keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
+    tags_bound = staticmethod(doc_tags_bound)
     block = staticmethod(doc_block)
 
     def parse(self, prompt: str) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Item, Rendered, RenderInput, attr, doc_block, layout, quote, section, section_parts
+from .base import Item, Rendered, RenderInput, attr, doc_block, doc_tags_bound, layout, quote, section, section_parts
 
 SYSTEM = (
     "You answer questions from retrieved context. The context comes in three sections: "
@@ -57,6 +57,8 @@ def reminder_block(item: Item) -> str:
 
 class Sections:
     name = "sections"
+    keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
+    tags_bound = staticmethod(doc_tags_bound)
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..files import load_cached
-from .base import Item, Rendered, RenderInput, attr, doc_block, layout, one_line, quote
+from .base import Item, Rendered, RenderInput, attr, doc_block, doc_tags_bound, layout, one_line, quote
 from .sections import split_sections
 
 MAX_RANGE_TOTAL = 1_000_000  # numbers all range() calls of one render may cover
@@ -59,6 +59,9 @@ _range_used: contextvars.ContextVar[list[int]] = contextvars.ContextVar("edgewis
 
 class Template:
     """A compiled ``template:FILE`` layout; see the module docstring for what the template sees."""
+
+    keeps_text_words = True  # budgeted blocks are doc blocks, which quote the text (see hooks)
+    tags_bound = staticmethod(doc_tags_bound)
 
     def __init__(self, path: str) -> None:
         self.name = f"template:{path}"

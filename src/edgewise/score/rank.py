@@ -50,5 +50,8 @@ def rank(
         return list(chunks), "input order"
     else:
         by = "given"
-    order = sorted(range(len(chunks)), key=lambda i: (-(chunks[i].score or 0.0), i))
-    return [chunks[i] for i in order], by
+    return sorted(chunks, key=_score, reverse=True), by  # a stable sort: ties keep input order
+
+
+def _score(chunk: Chunk) -> float:
+    return chunk.score  # type: ignore[return-value] - every chunk has one here
