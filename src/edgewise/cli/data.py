@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from .lazy import command
 
 
 def cmd_data_nq(a: argparse.Namespace) -> None:
@@ -31,11 +32,7 @@ def cmd_data_nq(a: argparse.Namespace) -> None:
         print(f"edgewise: skipped row {s['row']} ({s['question']!r}): {s['reason']}", file=sys.stderr)
 
 
-def add_commands(subparsers: Any) -> None:
-    """Add ``data nq``."""
-    d = subparsers.add_parser("data", help="build evaluation data sets")
-    dsub = d.add_subparsers(dest="dataset", required=True)
-    p = dsub.add_parser("nq", help="multi-document QA from NQ-open oracle rows (Lost in the Middle)")
+def _nq_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", required=True, help="a .jsonl or .jsonl.gz file in the oracle format")
     p.add_argument("--docs", type=int, default=20, help="documents per question (default 20)")
     p.add_argument("--gold-at", type=int, default=0, help="position of the gold document (default 0)")
@@ -46,3 +43,11 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=cmd_data_nq)
 
 
+def add_commands(subparsers: Any) -> None:
+    """Add ``data nq`` (its flags are added when the command is named)."""
+
+    def datasets(d: argparse.ArgumentParser) -> None:
+        dsub = d.add_subparsers(dest="dataset", required=True)
+        command(dsub, "nq", _nq_args, help="multi-document QA from NQ-open oracle rows (Lost in the Middle)")
+
+    command(subparsers, "data", datasets, help="build evaluation data sets")

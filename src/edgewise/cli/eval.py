@@ -5,8 +5,10 @@ Wire it into the main parser with ``add_commands(sub)``, where ``sub`` is the ob
 :class:`~edgewise.errors.EdgewiseError` for the main CLI to print as one line with status 2.
 
 >>> import argparse
+>>> from edgewise.cli.lazy import build_named
 >>> parser = argparse.ArgumentParser(prog="edgewise"); sub = parser.add_subparsers(dest="command")
 >>> add_commands(sub)
+>>> build_named(parser, ["eval", "run"])
 >>> a = parser.parse_args(["eval", "run", "--task", "kv", "--pairs", "10", "-o", "runs/x"])
 >>> a.task, a.pairs, a.condition, a.backend
 ('kv', 10, None, 'local')
@@ -21,6 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from .io import write_out
+from .lazy import command
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -79,17 +82,10 @@ def cmd_calibrate(a: argparse.Namespace) -> None:
         print(f"wrote {a.output}: accuracy {prof['accuracy']}", file=sys.stderr)
 
 
-def add_commands(subparsers: Any) -> None:
-    """Add ``eval`` with its ``run``, ``report`` and ``calibrate`` subcommands."""
+def _run_args(r: argparse.ArgumentParser) -> None:
     from ..eval.backends import backend_names
     from ..eval.tasks import task_names
 
-    ev = subparsers.add_parser("eval", help="measure accuracy vs position with a real LLM; report; calibrate")
-    sub = ev.add_subparsers(dest="eval_command", required=True)
-
-    r = sub.add_parser("run", help="run a task under conditions against a backend (resumes an existing run)",
-                       epilog="example: edgewise eval run --task kv --pairs 20 --positions 0,5,10,15,19 --examples 50 "
-                              "--backend local --condition baseline --condition edgewise:order=edges -o runs/kv20")
     r.add_argument("--task", required=True, help=f"one of: {', '.join(task_names())}")
     r.add_argument("--examples", "-n", type=int, help="examples (per context length for needle)")
     r.add_argument("--positions", help="comma-separated key positions (needle: depths in percent)")
@@ -120,15 +116,33 @@ def add_commands(subparsers: Any) -> None:
     r.add_argument("-o", "--out", required=True, help="run directory (created; an existing one is resumed)")
     r.set_defaults(func=cmd_run, on_interrupt="run the same command to resume")
 
-    p = sub.add_parser("report", help="write report.md and accuracy.png (and needle.png) for a run")
+
+def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run directory")
     p.add_argument("-o", "--out", help="where to write (default: the run directory)")
     p.add_argument("--no-charts", action="store_true", help="Markdown only (no matplotlib needed)")
     p.set_defaults(func=cmd_report)
 
-    c = sub.add_parser("calibrate", help="write the per-position accuracy profile for --order calibrated:FILE")
+
+def _calibrate_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("run", help="run directory")
     c.add_argument("-o", "--output", default="-", help="profile JSON file (default: stdout)")
     c.add_argument("--condition", default="baseline", help="whose accuracy to use (default baseline)")
     c.add_argument("--points", type=int, help="points in the profile (default: the document count)")
     c.set_defaults(func=cmd_calibrate)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``eval`` with its ``run``, ``report`` and ``calibrate`` subcommands (their flags are added
+    when the command is named: only ``eval run`` imports the backends and tasks it lists)."""
+
+    def subcommands(ev: argparse.ArgumentParser) -> None:
+        sub = ev.add_subparsers(dest="eval_command", required=True)
+        command(sub, "run", _run_args, help="run a task under conditions against a backend (resumes an existing run)",
+                epilog="example: edgewise eval run --task kv --pairs 20 --positions 0,5,10,15,19 --examples 50 "
+                       "--backend local --condition baseline --condition edgewise:order=edges -o runs/kv20")
+        command(sub, "report", _report_args, help="write report.md and accuracy.png (and needle.png) for a run")
+        command(sub, "calibrate", _calibrate_args,
+                help="write the per-position accuracy profile for --order calibrated:FILE")
+
+    command(subparsers, "eval", subcommands, help="measure accuracy vs position with a real LLM; report; calibrate")

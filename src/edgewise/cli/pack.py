@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from .io import dumps, read_chunk_list, text_arg, write_out
+from .lazy import command
 
 FORMATS = ("text", "json", "openai", "anthropic")
 
@@ -82,17 +83,18 @@ def _io_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", "-f", default="text", choices=FORMATS)
 
 
-def add_commands(subparsers: Any) -> None:
-    """Add ``pack``, ``variants`` and ``list``."""
+def _pack_args(p: argparse.ArgumentParser) -> None:
     from ..options import add_arguments
 
-    p = subparsers.add_parser("pack", help="pack chunks for a query into a prompt")
     _io_args(p)
     p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
     add_arguments(p)
     p.set_defaults(func=cmd_pack)
 
-    v = subparsers.add_parser("variants", help="one prompt per position of a key chunk (position-sensitivity test)")
+
+def _variants_args(v: argparse.ArgumentParser) -> None:
+    from ..options import add_arguments
+
     _io_args(v)
     v.add_argument("--positions", default="first,middle,last",
                    help="comma-separated: first, middle, last, an index, or A, B, C (sections layout)")
@@ -102,5 +104,11 @@ def add_commands(subparsers: Any) -> None:
             action.required = True
     v.set_defaults(func=cmd_variants)
 
-    ls = subparsers.add_parser("list", help="list orders, layouts, scorers and tokenizers")
-    ls.set_defaults(func=cmd_list)
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``pack``, ``variants`` and ``list`` (their flags are added when the command is named)."""
+    command(subparsers, "pack", _pack_args, help="pack chunks for a query into a prompt")
+    command(subparsers, "variants", _variants_args,
+            help="one prompt per position of a key chunk (position-sensitivity test)")
+    command(subparsers, "list", lambda p: p.set_defaults(func=cmd_list),
+            help="list orders, layouts, scorers and tokenizers")

@@ -4,8 +4,10 @@ Each is one library call plus I/O: JSON in (a file or ``-`` for stdin), JSON out
 ``add_commands(subparsers)`` adds them to the ``edgewise`` parser.
 
 >>> import argparse
+>>> from edgewise.cli.lazy import build_named
 >>> parser = argparse.ArgumentParser(prog="edgewise")
 >>> add_commands(parser.add_subparsers(dest="command"))
+>>> build_named(parser, ["score"])
 >>> parser.parse_args(["score", "-q", "x", "-c", "-", "--scorer", "bm25"]).scorer
 'bm25'
 """
@@ -18,8 +20,8 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from ..options import option_argument
 from .io import dump, read_chunk_list, text_arg, write_out
+from .lazy import command
 
 
 def _chunks(source: str) -> list[Any]:
@@ -112,40 +114,52 @@ def cmd_highlight(a: argparse.Namespace) -> None:
                 f"  [{s.start}:{s.end}] {s.score:.3f} {s.text}" for s in spans))
 
 
-def add_commands(subparsers: Any) -> None:
-    """Add ``score``, ``prune`` and ``highlight`` to an argparse subparsers object."""
+def _common(p: argparse.ArgumentParser, chunks_required: bool = True) -> None:
+    p.add_argument("--query", "-q", required=True, help="the question (or @FILE)")
+    p.add_argument("--chunks", "-c", required=chunks_required, metavar="FILE|-",
+                   help="JSON array or JSONL of chunks; - for stdin")
+
+
+def _sentence_opts(p: argparse.ArgumentParser) -> None:
+    from ..options import option_argument
     from ..prune import DEFAULT_THRESHOLD
+
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")
+    option_argument(p, "prune_scorer", "--scorer", help="sentence scorer: dense (models extra), lexical, or auto")
+
+
+def _score_args(p: argparse.ArgumentParser) -> None:
+    from ..options import option_argument
     from ..score import scorer_names
 
-
-    def common(p: argparse.ArgumentParser, chunks_required: bool = True) -> None:
-        p.add_argument("--query", "-q", required=True, help="the question (or @FILE)")
-        p.add_argument("--chunks", "-c", required=chunks_required, metavar="FILE|-",
-                       help="JSON array or JSONL of chunks; - for stdin")
-
-    def sentence_opts(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
-                       help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")
-        option_argument(p, "prune_scorer", "--scorer", help="sentence scorer: dense (models extra), lexical, or auto")
-
-    p = subparsers.add_parser("score", help="score chunks against a query; JSON with scores and ranks")
-    common(p)
+    _common(p)
     option_argument(p, "scorer", "--scorer", "-s", default="bm25",
                     help=f"one of: {', '.join(n for n in scorer_names() if n != 'given')} (cross:PATH, dense:PATH)")
     p.add_argument("--sort", action="store_true", help="print best first (default: input order)")
     p.add_argument("--stats", action="store_true", help="print the scorer's cache statistics on stderr")
     p.set_defaults(func=cmd_score)
 
-    p = subparsers.add_parser("prune", help="drop the sentences of each chunk that do not help the query")
-    common(p)
-    sentence_opts(p)
+
+def _prune_args(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    _sentence_opts(p)
     p.add_argument("--relative", action="store_true", help="threshold relative to each chunk's best sentence")
     p.set_defaults(func=cmd_prune)
 
-    p = subparsers.add_parser("highlight", help="mark the sentences that answer the query")
-    common(p, chunks_required=False)
+
+def _highlight_args(p: argparse.ArgumentParser) -> None:
+    _common(p, chunks_required=False)
     p.add_argument("--text", help="a text to highlight (or @FILE), instead of --chunks")
-    sentence_opts(p)
+    _sentence_opts(p)
     p.add_argument("--format", "-f", default="auto", choices=["auto", "ansi", "plain", "json", "html"],
                    help="auto: colours on a terminal, plain otherwise")
     p.set_defaults(func=cmd_highlight)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``score``, ``prune`` and ``highlight`` to an argparse subparsers object (their flags are
+    added when :func:`edgewise.cli.lazy.build_named` finds the command named)."""
+    command(subparsers, "score", _score_args, help="score chunks against a query; JSON with scores and ranks")
+    command(subparsers, "prune", _prune_args, help="drop the sentences of each chunk that do not help the query")
+    command(subparsers, "highlight", _highlight_args, help="mark the sentences that answer the query")

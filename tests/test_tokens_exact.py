@@ -1,0 +1,99 @@
+"""rs-bpe, which counts and cuts for cl100k/o200k, gives tiktoken's ids; and tiktoken's split
+patterns are the ones the word bound's proof reads.
+
+The fast path is adopted only because it is the same function: every id over the bundled corpus
+and over generated text equals ``tiktoken``'s ``encode_ordinary``, and ``truncate`` and
+``count_prefix`` agree with the tiktoken-only tokenizer (``fast=False``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edgewise.tokens import _BRIDGES_BY_NAME, _CL100K_PATTERN, _O200K_PATTERN, TiktokenTokenizer, get_tokenizer
+
+EXACT = ("cl100k_base", "o200k_base")
+DATA = Path(__file__).parent / "data"
+
+
+def _texts() -> list[str]:
+    out: list[str] = []
+    with gzip.open(DATA / "nq-open-oracle-dev.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            out += [row["question"], *(c["title"] for c in row["ctxs"]), *(c["text"] for c in row["ctxs"])]
+    with gzip.open(DATA / "kv-retrieval-75_keys.jsonl.gz", "rt", encoding="utf-8") as f:
+        out += [json.dumps(json.loads(line)["ordered_kv_records"]) for line in f]
+    return out
+
+
+TEXTS = _texts()
+
+
+@pytest.fixture(scope="module", params=EXACT)
+def pair(request: pytest.FixtureRequest) -> tuple[TiktokenTokenizer, TiktokenTokenizer]:
+    fast = TiktokenTokenizer(request.param)
+    assert fast._fast is not None, "rs-bpe is a core dependency: the fast path must be on"
+    return fast, TiktokenTokenizer(request.param, fast=False)
+
+
+def test_same_ids_and_counts_over_the_bundled_corpus(pair: tuple[TiktokenTokenizer, TiktokenTokenizer]) -> None:
+    fast, slow = pair
+    want = slow.encoding.encode_ordinary_batch(TEXTS)
+    assert [fast.encode(t) for t in TEXTS] == want
+    assert [fast.count(t) for t in TEXTS] == [len(ids) for ids in want]
+
+
+def test_same_cuts_and_prefix_counts(pair: tuple[TiktokenTokenizer, TiktokenTokenizer]) -> None:
+    fast, slow = pair
+    for i, text in enumerate(TEXTS[:3000:7]):
+        n = 1 + i % 40
+        assert fast.truncate(text, n) == slow.truncate(text, n)
+        at = (i * 13) % (len(text) + 1)
+        assert fast.count_prefix(text, at) == slow.count_prefix(text, at)
+
+
+GENERATED = st.one_of(
+    st.text(max_size=300),
+    st.text(st.sampled_from(list(" \t\n\r\x0b\x0c\x85\u00a0\u2028'sdtmlvre0123456789aZé\u0301👍/.!<|>endoftext")), max_size=80),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=GENERATED, n=st.integers(min_value=0, max_value=50))
+def test_same_on_generated_text(text: str, n: int) -> None:
+    for name in EXACT:
+        fast = get_tokenizer(name)
+        if name not in _SLOW:
+            _SLOW[name] = TiktokenTokenizer(name, fast=False)
+        slow = _SLOW[name]
+        assert fast.encode(text) == slow.encoding.encode_ordinary(text)
+        assert fast.count(text) == len(slow.encoding.encode_ordinary(text))
+        assert fast.truncate(text, n) == slow.truncate(text, n)
+
+
+_SLOW: dict[str, TiktokenTokenizer] = {}
+
+
+def test_lone_surrogates_are_replaced_as_tiktoken_does() -> None:
+    tok = get_tokenizer("cl100k_base")
+    assert tok.encode("a\ud800b") == tok.encoding.encode_ordinary("a\ud800b")
+    assert tok.count("x\udfffy") == len(tok.encoding.encode_ordinary("x\udfffy"))
+
+
+def test_the_bound_reads_tiktokens_own_patterns() -> None:
+    # a tiktoken that changed a split pattern would invalidate the word bound's proof: fail here
+    assert get_tokenizer("cl100k_base").encoding._pat_str == _CL100K_PATTERN
+    assert get_tokenizer("o200k_base").encoding._pat_str == _O200K_PATTERN
+    assert _BRIDGES_BY_NAME == {"cl100k_base": (), "o200k_base": ("\n/", "\r/")}
+
+
+def test_without_rs_bpe_everything_runs_on_tiktoken() -> None:
+    slow = TiktokenTokenizer("cl100k_base", fast=False)
+    assert slow._fast is None and slow.count("hello world") == 2 and slow.truncate("hello world", 1) == "hello"
