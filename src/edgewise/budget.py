@@ -124,7 +124,7 @@ def settle(
     while True:
         available = None if budget is None else budget - fixed - slack
         chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds)
-        items = [replace(it, rank=rank_of[it.id]) for it in chosen.items]
+        items = [Item(it.chunk, it.form, it.text, rank_of[it.chunk.id]) for it in chosen.items]
         rendered = render(items, ())
         total = meter(rendered)
         passes += 1

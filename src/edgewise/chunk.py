@@ -125,7 +125,11 @@ def _plain(obj: Any, index: int) -> Chunk | None:
     text, cid, score, title = get("text"), get("id"), get("score"), get("title")
     if (type(text) is not str or (cid is not None and type(cid) is not str)
             or (score is not None and (type(score) is not float or score - score != 0.0))
-            or (title is not None and type(title) is not str) or get("tokens") is not None or get("meta") is not None):
+            or (title is not None and type(title) is not str)):
+        return None
+    # any other key? (when every key is one of the four read, tokens and meta are absent)
+    if len(obj) != 1 + (cid is not None) + (score is not None) + (title is not None) and (
+            get("tokens") is not None or get("meta") is not None):
         return None
     chunk = _new(Chunk)
     _ID(chunk, f"chunk-{index}" if cid is None else cid)
@@ -187,12 +191,13 @@ def _normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged], dict[st
     chunks: list[Chunk] = []
     at: list[int] | None = None  # the input index of each slot, once a duplicate made them differ
     merged: list[Merged] = []
+    n = 0  # len(chunks)
     for index, item in enumerate(items):
         chunk = _plain(item, index) or Chunk.from_dict(item, index)
-        n = len(chunks)
         slot = slots.setdefault(chunk.id, n)
         if slot == n:
             chunks.append(chunk)
+            n += 1
             if at is not None:
                 at.append(index)
             continue

@@ -108,14 +108,17 @@ def fit(
             continue
         summary = chunk.summary
         # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
-        need = None if bound is not None and bound(chunk.text, left) > left else cost(Item(chunk, "whole", chunk.text, rank))
+        # (a text of at most 2 x left characters has at most `left` words: no need to count them)
+        text = chunk.text
+        need = (None if bound is not None and len(text) > 2 * left and bound(text, left) > left
+                else cost(Item(chunk, "whole", text, rank)))
         if need is not None and need <= left and not (prefer_summary and summary is not None):
             items.append(Item(chunk, "whole", chunk.text, rank))
             left -= need
             exhausted = ""
             continue
         need_summary = None
-        if summary is not None and (bound is None or bound(summary, left) <= left):
+        if summary is not None and (bound is None or len(summary) <= 2 * left or bound(summary, left) <= left):
             short = Item(chunk, "summary", summary, rank)
             need_summary = cost(short)
             if need_summary <= left:

@@ -38,9 +38,14 @@ def quote(text: str) -> str:
     return INDENT + quote_tail(text)
 
 
-@lru_cache(maxsize=4096)  # a chunk is rendered several times while its budget is settled
 def quote_tail(text: str) -> str:
     """Indent every line of ``text`` but the first (for payloads that start on a structure line)."""
+    # every separator is unprintable: printable text (most chunks) has none to indent
+    return text if text.isprintable() else _quote_tail(text)
+
+
+@lru_cache(maxsize=4096)  # a chunk is rendered several times while its budget is settled
+def _quote_tail(text: str) -> str:
     return _SEP_RE.sub(lambda m: m.group(1) + INDENT, text)
 
 
@@ -56,6 +61,8 @@ def unquote_tail(block: str) -> str:
 
 def attr(value: str) -> str:
     """A JSON string literal that is safe on one structure line (no raw line separators)."""
+    if value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'  # what json.dumps gives: it escapes only quotes, backslashes and controls
     out = json.dumps(value, ensure_ascii=False)
     return out.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
