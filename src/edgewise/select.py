@@ -168,4 +168,4 @@ def fit(
 
 def _tokens(need: int | None, left: int) -> str:
     """A drop reason's cost: exact, or (never encoded) more than what was left, by its word count."""
-    return f"{need} tokens" if need is not None else f"more than {left} tokens (it has more words than that)"
+    return f"{need} tokens" if need is not None else f"more than {left} tokens (it has more words)"
