@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from edgewise.chunk import Chunk
 from edgewise.layout import Item, get_layout, hooks
 from edgewise.layout.base import doc_block, doc_tags_bound
-from edgewise.tokens import get_tokenizer, words_bound
+from edgewise.tokens import get_tokenizer
+from edgewise.wordbound import words_bound
 
 DATA = Path(__file__).parent / "data"
 EXACT = ("cl100k_base", "o200k_base")

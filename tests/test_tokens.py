@@ -98,9 +98,9 @@ def test_count_parts_equals_counting_the_joined_text(parts):
 
 
 def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
-    from edgewise.tokens import _CountCache
+    from edgewise.countcache import CountCache
 
-    cache = _CountCache(max_chars=100)
+    cache = CountCache(max_chars=100)
     for i in range(20):
         cache.get(f"{i:02d}" * 5, len)  # 10 characters each
         cache.get("00" * 5, len)  # used again and again: never evicted

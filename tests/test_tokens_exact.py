@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise.tokens import _BRIDGES_BY_NAME, _CL100K_PATTERN, _O200K_PATTERN, TiktokenTokenizer, get_tokenizer
+from edgewise.tokens import TiktokenTokenizer, get_tokenizer
+from edgewise.wordbound import BRIDGES_BY_NAME, CL100K_PATTERN, O200K_PATTERN
 
 EXACT = ("cl100k_base", "o200k_base")
 DATA = Path(__file__).parent / "data"
@@ -89,9 +90,9 @@ def test_lone_surrogates_are_replaced_as_tiktoken_does() -> None:
 
 def test_the_bound_reads_tiktokens_own_patterns() -> None:
     # a tiktoken that changed a split pattern would invalidate the word bound's proof: fail here
-    assert get_tokenizer("cl100k_base").encoding._pat_str == _CL100K_PATTERN
-    assert get_tokenizer("o200k_base").encoding._pat_str == _O200K_PATTERN
-    assert _BRIDGES_BY_NAME == {"cl100k_base": (), "o200k_base": ("\n/", "\r/")}
+    assert get_tokenizer("cl100k_base").encoding._pat_str == CL100K_PATTERN
+    assert get_tokenizer("o200k_base").encoding._pat_str == O200K_PATTERN
+    assert BRIDGES_BY_NAME == {"cl100k_base": (), "o200k_base": ("\n/", "\r/")}
 
 
 def test_without_rs_bpe_everything_runs_on_tiktoken() -> None:

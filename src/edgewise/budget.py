@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .chunk import Chunk
+from .countcache import CountCache, split_is_clean
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
 from .select import Fit, fit
-from .tokens import Tokenizer, lower_bound
+from .tokens import Tokenizer
+from .wordbound import lower_bound
 
 TRUNCATION_MARK = " [...]"
 MAX_ESTIMATE_PASSES = 4
@@ -42,6 +44,53 @@ class Layers:
             expected_output=self.expected_output, high_importance_k=self.high_importance_k, reminders=reminders,
             query_aware=self.query_aware,
         )
+
+
+class PackCounts:
+    """One pack's view of a tokenizer: each distinct text is counted once per pack, whatever the
+    shared cache holds, and the pack adds at most half the shared cache's capacity to it.
+
+    A pack counts the same blocks several times (fitting, re-rendering, the debug record); this
+    memo serves those repeats, so the shared cache is only for what other packs will reuse, and one
+    pack whose input is larger than the cache cannot evict everything else (or, scanning in order,
+    evict exactly what it needs next): past its share, its misses are counted and not cached.
+    """
+
+    def __init__(self, tok: Tokenizer) -> None:
+        self.tok = tok
+        self.name, self.estimated = tok.name, tok.estimated
+        cache = getattr(tok, "_cache", None)
+        self._admits = isinstance(cache, CountCache)
+        self._room = cache.max_chars // 2 if isinstance(cache, CountCache) else 0
+        self._memo: dict[str, int] = {}
+        self.split_proven = getattr(tok, "split_proven", False)
+
+    def count(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is None:
+            if not self._admits:
+                n = self.tok.count(text)
+            else:
+                admit = self._room >= len(text)
+                if admit:
+                    self._room -= len(text)
+                n = self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
+            self._memo[text] = n
+        return n
+
+    def count_parts(self, parts: Sequence[str]) -> int:
+        if self.split_proven and all(split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
+            return sum(self.count(p) for p in parts)
+        return self.count("".join(parts))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return self.tok.truncate(text, max_tokens)
+
+    def count_prefix(self, text: str, n_chars: int) -> int:
+        return self.tok.count_prefix(text, n_chars)
+
+    def lower_bound(self, text: str, stop: int) -> int:
+        return lower_bound(self.tok, text, stop)
 
 
 class Meter:

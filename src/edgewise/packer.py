@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import debug
-from .budget import Layers, Meter, reserve, settle
+from .budget import Layers, Meter, PackCounts, reserve, settle
 from .checks import check_str
 from .chunk import Chunk, normalize_indexed
 from .condense import prune_step, summary_step
@@ -29,7 +29,7 @@ from .order import place, resolve, slot_index
 from .score import Scorer, get_scorer
 from .score.rank import rank
 from .select import limit
-from .tokens import PackCounts, Tokenizer, get_tokenizer
+from .tokens import Tokenizer, get_tokenizer
 
 
 @dataclass

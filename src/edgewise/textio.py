@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .chunk import loads, lone_surrogate
 from .errors import InputError
+from .jsonin import loads, lone_surrogate
 
 _BOM = b"\xef\xbb\xbf"
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .countcache import CountCache, split_is_clean
 from .errors import ConfigError
 from .registry import Registry
+from .wordbound import BRIDGES_BY_NAME, words_bound
 
 
 @runtime_checkable
@@ -47,129 +48,13 @@ class Tokenizer(Protocol):
         ...
 
 
-class _CountCache:
-    """Counts by content, so each distinct text is encoded once; least recently used texts are
-    evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory.
-
-    Safe to share between threads: a lock guards every change to the table, and counting runs
-    outside it, so threads encode in parallel (two threads that miss on the same text both count
-    it, and the second result is not added twice); a hit reads without the lock.
-    """
-
-    def __init__(self, max_chars: int = 8_000_000) -> None:
-        self._data: OrderedDict[str, int] = OrderedDict()
-        self._max_chars = max_chars
-        self._chars = 0
-        self._lock = threading.Lock()
-        self._hits: dict[int, int] = {}  # per thread: each thread writes only its own entry
-        self.misses = 0
-
-    @property
-    def hits(self) -> int:
-        return sum(self._hits.copy().values())
-
-    @property
-    def max_chars(self) -> int:
-        return self._max_chars
-
-    def get(self, text: str, compute: Callable[[str], int], admit: bool = True) -> int:
-        # a hit takes no lock: dict and OrderedDict operations are atomic, and a text evicted by
-        # another thread between the lookup and the move is simply not moved
-        value = self._data.get(text)
-        if value is not None:
-            tid = threading.get_ident()
-            self._hits[tid] = self._hits.get(tid, 0) + 1
-            try:
-                self._data.move_to_end(text)
-            except KeyError:
-                pass
-            return value
-        with self._lock:
-            self.misses += 1
-        value = compute(text)
-        if admit and len(text) <= self._max_chars // 4:
-            with self._lock:
-                if text not in self._data:
-                    self._data[text] = value
-                    self._chars += len(text)
-                    while self._chars > self._max_chars:
-                        old, _ = self._data.popitem(last=False)
-                        self._chars -= len(old)
-        return value
-
-    def stats(self) -> dict[str, int]:
-        """Hits, misses, and the texts and characters held now."""
-        with self._lock:
-            return {"hits": self.hits, "misses": self.misses, "texts": len(self._data), "chars": self._chars}
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._chars = 0
-
-
-def _split_is_clean(head: str, tail: str) -> bool:
-    """True when no pre-token of cl100k/o200k can span the join of ``head`` and ``tail``.
-
-    Both encodings end every pre-token that holds a line break at the last break of a run
-    (``\\s*[\\r\\n]``, ``[^\\s\\p{L}\\p{N}]+[\\r\\n]*``; o200k also takes a ``/``), and no
-    pattern starts with a line break followed by something else, so after a line break a
-    non-space character other than ``/`` always starts a new pre-token, and BPE never merges across
-    pre-tokens: the counts add up.
-    """
-    return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"
-
-
-# The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
-# where one of its pre-tokens can hold two whitespace-separated words: o200k's
-# `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
-_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
-                   r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
-_O200K_PATTERN = "|".join([
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
-])
-_BRIDGES: dict[str | None, tuple[str, ...]] = {_CL100K_PATTERN: (), _O200K_PATTERN: ("\n/", "\r/")}
-_BRIDGES_BY_NAME = {"cl100k_base": _BRIDGES[_CL100K_PATTERN], "o200k_base": _BRIDGES[_O200K_PATTERN]}
-_NOT_WHITE_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")  # str.split() splits on them; the patterns' \s does not
-
-
-def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
-    r"""At most the number of tokens cl100k/o200k give ``text``: its whitespace-separated words.
-
-    Why it holds: BPE turns every pre-token (a match of the encoding's split pattern) into at least
-    one token, and no pre-token of either pattern holds two words (two runs of non-``\s``
-    characters), except o200k's punctuation runs, which go on past a line break into a ``/``: each
-    such junction (``bridges``) can join two words, so it is taken off. ``str.split`` also splits on
-    the four separators ``\x1c``-``\x1f``, which ``\s`` does not match: each can split one word
-    in two, so they are taken off too. Counting stops once the bound passes ``stop`` (the result
-    is then ``stop + 1``), so a long text costs what its first ``stop`` words cost.
-    ``tests/test_lower_bound.py`` checks it against the exact count over the bundled corpus and
-    generated text.
-
-    >>> words_bound("four words right here", 100), words_bound("four words right here", 2)
-    (4, 3)
-    """
-    fix = 0
-    if not text.isprintable():  # the fast path: no control or separator character at all
-        fix = sum(text.count(c) for c in _NOT_WHITE_SPACE) + sum(text.count(b) for b in bridges)
-    return max(0, len(text.split(None, max(stop, 0) + fix)) - fix)
-
-
-def lower_bound(tok: Tokenizer, text: str, stop: int) -> int:
-    """``tok``'s provable lower bound on ``text``'s token count (0 when it has none)."""
-    bound = getattr(tok, "lower_bound", None)
-    return bound(text, stop) if bound is not None else 0
-
-
 class TiktokenTokenizer:
     """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
     per name); build one yourself for a count cache of another size (``cache_chars``).
 
     Counting and cutting run on ``rs-bpe`` when it is installed (a core dependency): its cl100k and
     o200k tables come precompiled, so it loads in ~40 ms where tiktoken's constructor alone takes
-    ~130 ms, and it counts 1.5-1.9x faster with the same ids (``benchmarks/tokenizers.py``;
+    ~130 ms, and it counts 1.5-1.9x faster with the same ids (``benchmarks/tokenizer_speed.py``;
     ``tests/test_tokens_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
     ``Encoding``, built on first use; without rs-bpe everything runs on it.
     """
@@ -180,10 +65,10 @@ class TiktokenTokenizer:
         self.name = name
         self._fast = _load_fast(name) if fast else None
         self._encoding: Any = None if self._fast is not None else _load_tiktoken(name)
-        self._cache = _CountCache(cache_chars)
+        self._cache = CountCache(cache_chars)
         # the word bound is proven for these two split patterns (see words_bound; a test holds
         # tiktoken's patterns to the ones the proof reads)
-        self._bridges = _BRIDGES_BY_NAME.get(name)
+        self._bridges = BRIDGES_BY_NAME.get(name)
         if self._fast is not None:
             self._count_one = self._fast_count
             self._decode_tokens = self._fast.bpe().decode_tokens
@@ -233,7 +118,7 @@ class TiktokenTokenizer:
         return prefix
 
     def count_parts(self, parts: Sequence[str]) -> int:
-        if all(_split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
+        if all(split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
             return sum(self.count(p) for p in parts)
         return self.count("".join(parts))
 
@@ -248,7 +133,7 @@ class TiktokenTokenizer:
         return words_bound(text, stop, bridges=self._bridges) if self._bridges is not None else 0
 
     def count_prefix(self, text: str, n_chars: int) -> int:
-        if 0 < n_chars < len(text) and _split_is_clean(text[:n_chars], text[n_chars:]):
+        if 0 < n_chars < len(text) and split_is_clean(text[:n_chars], text[n_chars:]):
             return self.count(text[:n_chars])
         limit = len(text[:n_chars].encode("utf-8", errors="surrogatepass"))
         ids = self.encode(text)
@@ -274,98 +159,6 @@ def _load_fast(name: str) -> Any:
         return None
     build = getattr(openai, name, None)
     return build() if build is not None else None
-
-
-class HFTokenizer:
-    """Any Hugging Face ``tokenizer.json`` (needs the ``tokenizers`` package): ``hf:PATH``."""
-
-    estimated = False
-
-    def __init__(self, path: str, *, cache_chars: int = 8_000_000) -> None:
-        try:
-            from tokenizers import Tokenizer as _HF
-        except ImportError:
-            raise ImportError(
-                "hf: tokenizers need the 'tokenizers' package: pip install -e '.[hf]' (in an edgewise checkout)"
-            ) from None
-        try:
-            self._tok = _HF.from_file(path)
-        except Exception as exc:  # tokenizers raises bare Exceptions
-            raise ConfigError(f"tokenizer 'hf:{path}' could not be loaded: {exc}") from None
-        self._tok.no_truncation()
-        self._tok.no_padding()
-        self.name = f"hf:{path}"
-        self._cache = _CountCache(cache_chars)
-
-    def _encode(self, text: str):  # noqa: ANN202 - tokenizers.Encoding
-        return self._tok.encode(text, add_special_tokens=False)
-
-    def count(self, text: str, *, admit: bool = True) -> int:
-        return self._cache.get(text, lambda t: len(self._encode(t).ids), admit)
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        if max_tokens <= 0:
-            return ""
-        enc = self._encode(text)
-        if len(enc.ids) <= max_tokens:
-            return text
-        prefix = text[: enc.offsets[max_tokens - 1][1]]
-        while prefix and self.count(prefix) > max_tokens:
-            prefix = prefix[:-1]
-        return prefix
-
-    def count_prefix(self, text: str, n_chars: int) -> int:
-        return sum(1 for _, end in self._encode(text).offsets if end <= n_chars)
-
-    def count_parts(self, parts: Sequence[str]) -> int:
-        return self.count("".join(parts))
-
-
-class PackCounts:
-    """One pack's view of a tokenizer: each distinct text is counted once per pack, whatever the
-    shared cache holds, and the pack adds at most half the shared cache's capacity to it.
-
-    A pack counts the same blocks several times (fitting, re-rendering, the debug record); this
-    memo serves those repeats, so the shared cache is only for what other packs will reuse, and one
-    pack whose input is larger than the cache cannot evict everything else (or, scanning in order,
-    evict exactly what it needs next): past its share, its misses are counted and not cached.
-    """
-
-    def __init__(self, tok: Tokenizer) -> None:
-        self.tok = tok
-        self.name, self.estimated = tok.name, tok.estimated
-        cache = getattr(tok, "_cache", None)
-        self._admits = isinstance(cache, _CountCache)
-        self._room = cache.max_chars // 2 if isinstance(cache, _CountCache) else 0
-        self._memo: dict[str, int] = {}
-        self.split_proven = getattr(tok, "split_proven", False)
-
-    def count(self, text: str) -> int:
-        n = self._memo.get(text)
-        if n is None:
-            if not self._admits:
-                n = self.tok.count(text)
-            else:
-                admit = self._room >= len(text)
-                if admit:
-                    self._room -= len(text)
-                n = self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
-            self._memo[text] = n
-        return n
-
-    def count_parts(self, parts: Sequence[str]) -> int:
-        if self.split_proven and all(_split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
-            return sum(self.count(p) for p in parts)
-        return self.count("".join(parts))
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return self.tok.truncate(text, max_tokens)
-
-    def count_prefix(self, text: str, n_chars: int) -> int:
-        return self.tok.count_prefix(text, n_chars)
-
-    def lower_bound(self, text: str, stop: int) -> int:
-        return lower_bound(self.tok, text, stop)
 
 
 class WordsEstimator:
@@ -483,6 +276,8 @@ def _chars(arg: str | None) -> Tokenizer:
 
 @register_tokenizer("hf", arg="PATH")
 def _hf(arg: str | None) -> Tokenizer:
+    from .hf_tokenizer import HFTokenizer
+
     return HFTokenizer(arg or "")
 
 

@@ -215,7 +215,7 @@ def section_parts(header: str, blocks: list[str]) -> list[str]:
     """A section as pieces: its header line, then each block with the line break after it.
 
     Every piece ends with a line break and the next one starts with ``[`` or ``<``, so token counts
-    of the pieces add up (see ``tokens._split_is_clean``) and a block's count, taken once when it
+    of the pieces add up (see ``tokens.split_is_clean``) and a block's count, taken once when it
     was budgeted, is reused for the whole prompt. The last block carries the blank line.
     """
     return [f"[{header}]\n"] + [b + "\n" for b in blocks[:-1]] + [blocks[-1] + "\n\n"]

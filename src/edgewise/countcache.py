@@ -1,0 +1,81 @@
+"""Token counts by content, shared by a tokenizer's users, bounded in memory; and when counts add up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+
+class CountCache:
+    """Counts by content, so each distinct text is encoded once; least recently used texts are
+    evicted once the cached texts exceed ``max_chars`` in total, which bounds the memory.
+
+    Safe to share between threads: a lock guards every change to the table, and counting runs
+    outside it, so threads encode in parallel (two threads that miss on the same text both count
+    it, and the second result is not added twice); a hit reads without the lock.
+    """
+
+    def __init__(self, max_chars: int = 8_000_000) -> None:
+        self._data: OrderedDict[str, int] = OrderedDict()
+        self._max_chars = max_chars
+        self._chars = 0
+        self._lock = threading.Lock()
+        self._hits: dict[int, int] = {}  # per thread: each thread writes only its own entry
+        self.misses = 0
+
+    @property
+    def hits(self) -> int:
+        return sum(self._hits.copy().values())
+
+    @property
+    def max_chars(self) -> int:
+        return self._max_chars
+
+    def get(self, text: str, compute: Callable[[str], int], admit: bool = True) -> int:
+        # a hit takes no lock: dict and OrderedDict operations are atomic, and a text evicted by
+        # another thread between the lookup and the move is simply not moved
+        value = self._data.get(text)
+        if value is not None:
+            tid = threading.get_ident()
+            self._hits[tid] = self._hits.get(tid, 0) + 1
+            try:
+                self._data.move_to_end(text)
+            except KeyError:
+                pass
+            return value
+        with self._lock:
+            self.misses += 1
+        value = compute(text)
+        if admit and len(text) <= self._max_chars // 4:
+            with self._lock:
+                if text not in self._data:
+                    self._data[text] = value
+                    self._chars += len(text)
+                    while self._chars > self._max_chars:
+                        old, _ = self._data.popitem(last=False)
+                        self._chars -= len(old)
+        return value
+
+    def stats(self) -> dict[str, int]:
+        """Hits, misses, and the texts and characters held now."""
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "texts": len(self._data), "chars": self._chars}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._chars = 0
+
+
+def split_is_clean(head: str, tail: str) -> bool:
+    """True when no pre-token of cl100k/o200k can span the join of ``head`` and ``tail``.
+
+    Both encodings end every pre-token that holds a line break at the last break of a run
+    (``\\s*[\\r\\n]``, ``[^\\s\\p{L}\\p{N}]+[\\r\\n]*``; o200k also takes a ``/``), and no
+    pattern starts with a line break followed by something else, so after a line break a
+    non-space character other than ``/`` always starts a new pre-token, and BPE never merges across
+    pre-tokens: the counts add up.
+    """
+    return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"

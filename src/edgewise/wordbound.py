@@ -1,0 +1,53 @@
+"""A provable lower bound on cl100k/o200k token counts that costs a split, not an encode.
+
+:func:`edgewise.select.fit` drops a chunk without encoding it when its bound already exceeds the
+tokens left, so a budget that fills early never pays for the chunks that cannot fit.
+
+>>> words_bound("four words right here", 100), words_bound("four words right here", 2)
+(4, 3)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
+# where one of its pre-tokens can hold two whitespace-separated words: o200k's
+# `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
+CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|"""
+                   r"""\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+BRIDGES_BY_NAME: dict[str, tuple[str, ...]] = {"cl100k_base": (), "o200k_base": ("\n/", "\r/")}
+_NOT_WHITE_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")  # str.split() splits on them; the patterns' \s does not
+
+
+def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
+    r"""At most the number of tokens cl100k/o200k give ``text``: its whitespace-separated words.
+
+    Why it holds: BPE turns every pre-token (a match of the encoding's split pattern) into at least
+    one token, and no pre-token of either pattern holds two words (two runs of non-``\s``
+    characters), except o200k's punctuation runs, which go on past a line break into a ``/``: each
+    such junction (``bridges``) can join two words, so it is taken off. ``str.split`` also splits on
+    the four separators ``\x1c``-``\x1f``, which ``\s`` does not match: each can split one word
+    in two, so they are taken off too. Counting stops once the bound passes ``stop`` (the result
+    is then ``stop + 1``), so a long text costs what its first ``stop`` words cost.
+    ``tests/test_lower_bound.py`` checks it against the exact count over the bundled corpus and
+    generated text.
+
+    >>> words_bound("four words right here", 100), words_bound("four words right here", 2)
+    (4, 3)
+    """
+    fix = 0
+    if not text.isprintable():  # the fast path: no control or separator character at all
+        fix = sum(text.count(c) for c in _NOT_WHITE_SPACE) + sum(text.count(b) for b in bridges)
+    return max(0, len(text.split(None, max(stop, 0) + fix)) - fix)
+
+
+def lower_bound(tok: Any, text: str, stop: int) -> int:
+    """``tok``'s provable lower bound on ``text``'s token count (0 when it has none)."""
+    bound = getattr(tok, "lower_bound", None)
+    return bound(text, stop) if bound is not None else 0
