@@ -36,8 +36,9 @@ from edgewise.errors import EdgewiseError, InputError  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 from edgewise.eval.nq import DEV_FILE, build, has_answer, read_jsonl  # noqa: E402
 from edgewise.order import reorder  # noqa: E402
+from edgewise.score import dense as dense_mod  # noqa: E402
 from edgewise.score.bm25 import BM25  # noqa: E402
-from edgewise.score.dense import shared_dense  # noqa: E402
+from edgewise.score.dense import PRECISIONS, shared_dense  # noqa: E402
 from edgewise.score.hybrid import HybridScorer, minmax, rrf  # noqa: E402
 from edgewise.score.static import StaticScorer  # noqa: E402
 
@@ -159,14 +160,23 @@ def fused(raw, method, w=0.1):
 # ---------------------------------------------------------------- cache
 
 def load_cache(path):
+    """Dense vectors kept by an earlier run at the same precision (a file of another precision, or
+    of the old format, which held the fp32 vectors of the folded model, is used only for fp32)."""
     if path and Path(path).is_file():
         data = pickle.loads(Path(path).read_bytes())
-        shared_dense().cache._data.update(data)
+        if "precision" not in data:
+            data = {"precision": "fp32", "vectors": data}
+        if data["precision"] == dense_mod.DEFAULT_PRECISION:
+            shared_dense().cache._data.update(data["vectors"])
+        else:
+            print(f"warning: --cache {path} holds {data['precision']} vectors; not used for "
+                  f"{dense_mod.DEFAULT_PRECISION}", file=sys.stderr)
 
 
 def save_cache(path):
     if path:
-        Path(path).write_bytes(pickle.dumps(dict(shared_dense().cache._data)))
+        data = {"precision": dense_mod.DEFAULT_PRECISION, "vectors": dict(shared_dense().cache._data)}
+        Path(path).write_bytes(pickle.dumps(data))
 
 
 # ---------------------------------------------------------------- commands
@@ -217,7 +227,7 @@ def cmd_run(a):
     load_cache(a.cache)
     rows, sets = rows_and_sets(a)
     print(f"Machine: {machine()}. Data: `{data_path(DEV_FILE, a.data).name}` ({len(rows)} rows), "
-          "20 documents per question (gold at 9, seed 0).\n")
+          f"20 documents per question (gold at 9, seed 0). MiniLM precision: {a.precision}.\n")
     if a.only in (None, "ranking"):
         run_ranking(sets, a)
     if a.only in (None, "prune"):
@@ -237,7 +247,7 @@ def run_ranking(sets, a):
     table = []
     for name, sc in (("bm25", {i: s["bm25"] for i, s in raw.items()}),
                      ("static", {i: s["static"] for i, s in raw.items()}),
-                     ("dense (int8 MiniLM)", {i: s["dense"] for i, s in raw.items()}),
+                     (f"dense ({a.precision} MiniLM)", {i: s["dense"] for i, s in raw.items()}),
                      ("hybrid:rrf (plain RRF, k=60)", fused(raw, "rrf")),
                      (f"hybrid (dense + {WEIGHT} x minmax bm25)", fused(raw, "weighted", WEIGHT)),
                      ("cascade: static+bm25 top 8 -> hybrid", fused(raw, "cascade", 8))):
@@ -264,6 +274,11 @@ def run_prune(rows, a):
             ro = prf(ev, lambda ex, t=oracle_t, f=score_fn, rel=rel: keep_scores(f(ex), t, rel))
             table.append((f"{name}{' (relative)' if rel else ''}", t, f3(r["P"]), f3(r["R"]), f3(r["F1"]),
                           f3(r["kept"]), f"{ro['F1']:.3f} @ {oracle_t}"))
+    from edgewise.sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, HEADS
+    for t, rel in ((DEFAULT_THRESHOLD, False), (DEFAULT_RELATIVE_THRESHOLD, True)):  # what prune() uses
+        r = prf(ev, lambda ex, t=t, rel=rel: keep_scores(_apply(HEADS, ex["feats"], "dense"), t, rel))
+        table.append((f"head, dense{' (relative)' if rel else ''}, at the library's default threshold", t,
+                      f3(r["P"]), f3(r["R"]), f"{r['F1']:.4f}", f3(r["kept"]), ""))
     print(f"\n### Pruning (question + gold passage, rows {span(a.prune_rows)}, "
           f"{ev and prf(ev, lambda e: [True]*len(e['sents']))['n']} passages with a gold sentence)\n")
     print(md(["method", f"threshold (tuned on {span(a.tune_rows)})", "precision", "recall", "F1", "sentences kept",
@@ -326,9 +341,16 @@ def main():
         s.add_argument("--only", choices=["ranking", "prune", "compression", "speed"],
                        help="one part only (tune: ranking, prune; run: any)")
         s.add_argument("--speed-n", type=int, default=200, help="passages for the speed table")
+        s.add_argument("--speed-reps", type=int, default=3, help="alternated repetitions of the timed runs")
+        s.add_argument("--prune-queries", type=int, default=3, help="20-document sets pruned in the speed table")
         s.add_argument("--st-python", help="python of a venv with torch==2.13.0 + sentence-transformers")
+        s.add_argument("--precision", choices=PRECISIONS, default=dense_mod.DEFAULT_PRECISION,
+                       help=f"the MiniLM's precision for every dense step (default {dense_mod.DEFAULT_PRECISION})")
         s.set_defaults(func=fn)
     a = p.parse_args()
+    # every dense step (ranking, sentence heads, prune_chunk in compression) uses the shared scorer
+    # of the default precision: set it for the whole run
+    dense_mod.DEFAULT_PRECISION = a.precision
     try:
         a.func(a)
     except EdgewiseError as exc:  # a missing data file, a bad option value: one line, exit 2

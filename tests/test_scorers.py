@@ -102,11 +102,12 @@ def test_dense_cache_counts_hits_and_embeds_each_text_once(nq_rows, minilm):
 
 @pytest.mark.models
 def test_dense_padding_to_batch_length_does_not_change_vectors(nq_rows, minilm, np):
-    """A short text embedded alone and in a batch with long ones gets the same vector."""
+    """A short text embedded alone and in an fp32 batch with long ones gets the same vector (the
+    int8 model runs one text per batch: tests/test_int8.py)."""
     short = "who got the first nobel prize in physics"
     longs = [_text(r["ctxs"][0]) for r in nq_rows[:5]]
-    alone = dense.DenseScorer(batch_size=1).embed([short])[0]
-    batched = dense.DenseScorer(batch_size=8).embed([*longs, short])[-1]
+    alone = dense.DenseScorer(batch_size=1, precision="fp32").embed([short])[0]
+    batched = dense.DenseScorer(batch_size=8, precision="fp32").embed([*longs, short])[-1]
     assert np.allclose(alone, batched, atol=1e-5)
     assert abs(float(np.linalg.norm(alone)) - 1.0) < 1e-5
 
@@ -181,8 +182,11 @@ def test_missing_extra_names_it(monkeypatch, tmp_path, np):
 
 def test_bad_model_sizes_name_the_rule_and_the_values(tmp_path):
     with pytest.raises(ConfigError) as exc:
-        dense.DenseScorer(max_length=0)
+        dense.DenseScorer(max_length=0, precision="fp32")
     assert str(exc.value) == "max_length and batch_size must be > 0, but got 0 and 8"
+    with pytest.raises(ConfigError) as exc:
+        dense.DenseScorer(max_length=0, precision="int8")
+    assert str(exc.value) == "max_length and batch_size must be > 0, but got 0 and 1"
     with pytest.raises(ConfigError) as exc:
         OnnxModel(tmp_path / "m.onnx", tmp_path / "tokenizer.json", max_length=16, batch_size=-1)
     assert str(exc.value) == "max_length and batch_size must be > 0, but got 16 and -1"

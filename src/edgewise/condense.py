@@ -18,12 +18,12 @@ from .tokens import Tokenizer
 def prune_step(
     query: str, chunks: Sequence[Chunk], threshold: float, *, relative: bool = False, scorer: str = "auto"
 ) -> tuple[list[Chunk], list[dict[str, Any]]]:
-    """Each chunk cut to the sentences that help the query; a record for each one that lost text."""
-    from .prune import prune_chunk
+    """Each chunk cut to the sentences that help the query; a record for each one that lost text.
+    All the chunks' sentences go through the sentence model in one call."""
+    from .prune import prune
 
     out, records = [], []
-    for chunk in chunks:
-        result = prune_chunk(query, chunk, threshold, relative=relative, scorer=scorer)
+    for chunk, result in zip(chunks, prune(query, chunks, threshold, relative=relative, scorer=scorer)):
         if result.text != chunk.text:
             chunk = result.apply(chunk)
             records.append({"id": chunk.id, "original_chars": chunk.meta["prune"]["original_chars"],
@@ -35,14 +35,14 @@ def prune_step(
 def summary_step(
     query: str, chunks: Sequence[Chunk], *, skip: int, max_tokens: int, tok: Tokenizer, scorer: str = "auto"
 ) -> list[Chunk]:
-    """Extractive summaries for the chunks past the first ``skip`` that have none of their own."""
-    from .prune import extractive_summary
+    """Extractive summaries for the chunks past the first ``skip`` that have none of their own (their
+    sentences go through the sentence model in one call)."""
+    from .prune import extractive_summaries
 
-    out = list(chunks[:skip])
-    for chunk in chunks[skip:]:
-        if chunk.summary is None and tok.count(chunk.text) > max_tokens:
-            text = extractive_summary(query, chunk, max_tokens, tok, scorer=scorer)
-            if text:
-                chunk = replace(chunk, meta={**chunk.meta, "summary": text, "summary_source": "extractive"})
-        out.append(chunk)
+    out = list(chunks)
+    todo = [i for i in range(skip, len(chunks)) if chunks[i].summary is None and tok.count(chunks[i].text) > max_tokens]
+    texts = extractive_summaries(query, [chunks[i] for i in todo], max_tokens, tok, scorer=scorer) if todo else []
+    for i, text in zip(todo, texts):
+        if text:
+            out[i] = replace(chunks[i], meta={**chunks[i].meta, "summary": text, "summary_source": "extractive"})
     return out

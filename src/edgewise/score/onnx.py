@@ -132,7 +132,12 @@ class Encoder:
 
 class OnnxModel:
     """An ONNX model file and its ``tokenizer.json``, loaded once on first use (under a lock, so
-    threads share one session), run in length buckets of at most ``batch_size`` texts."""
+    threads share one session), run in length buckets of at most ``batch_size`` texts.
+
+    With ``batch_size=1`` (one text per run, as the int8 model needs) a run is too small to keep
+    several cores busy: the session then runs single-threaded and the texts are spread over
+    ``threads`` concurrent runs instead (onnxruntime releases the GIL while it runs).
+    """
 
     def __init__(self, model: Path, tokenizer: Path, *, max_length: int, batch_size: int,
                  threads: int | None = None) -> None:
@@ -162,7 +167,8 @@ class OnnxModel:
             if self._session is not None:
                 return
             encoder = Encoder(self.tokenizer_path, self.max_length)
-            session = onnx_session(self.model_path, self.threads)
+            self._workers = (self.threads or cpu_threads()) if self.batch_size == 1 else 1
+            session = onnx_session(self.model_path, 1 if self._workers > 1 else self.threads)
             self._inputs = [i.name for i in session.get_inputs()]
             self._output = session.get_outputs()[0].name
             self._encoder = encoder
@@ -172,6 +178,17 @@ class OnnxModel:
         """For each length bucket: the indexes of its texts, the padded inputs fed to the model
         and the model's first output (one row per index)."""
         encs = self.encoder.encode(texts)
-        for batch in batches([len(e.ids) for e in encs], self.batch_size):
-            feed = Encoder.pad([encs[i] for i in batch], self._inputs)
-            yield batch, feed, self._session.run([self._output], feed)[0]
+        todo = batches([len(e.ids) for e in encs], self.batch_size)
+        feeds = (Encoder.pad([encs[i] for i in batch], self._inputs) for batch in todo)
+        if self._workers == 1 or len(todo) == 1:
+            for batch, feed in zip(todo, feeds):
+                yield batch, feed, self._session.run([self._output], feed)[0]
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(feed: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+            return feed, self._session.run([self._output], feed)[0]
+
+        with ThreadPoolExecutor(self._workers, thread_name_prefix="edgewise-onnx") as pool:
+            for batch, (feed, out) in zip(todo, pool.map(one, feeds)):
+                yield batch, feed, out
