@@ -4,7 +4,8 @@ Each measurement is a fresh interpreter (`python -X importtime -c "import edgewi
 cached in the process; the table gives the median over `--runs` of the cumulative import time of
 `edgewise`, and of the stdlib modules alone, and lists any heavy module the import pulled in.
 Then the heavy modules each CLI command imports (``-X importtime`` of a real run): the CLI adds a
-subcommand's flags only when it is named, so ``--help`` and ``pack`` import no eval backend.
+subcommand's flags only when it is named, so ``--help`` and ``pack`` import no eval backend, and
+plugins (``importlib.metadata``) are read only to list names or find one that is not built in.
 The package is byte-compiled first, as `pip install` does, and PYTHONDONTWRITEBYTECODE is dropped
 from the children's environment: otherwise every import would compile the sources again.
 
@@ -29,6 +30,7 @@ COMMANDS = {  # each run as `python -m edgewise ...` from the repository root
     "edgewise --help": ["--help"],
     "edgewise pack (examples, default scorer)": ["pack", "--query", "@examples/query.txt", "--chunks",
                                                  "examples/chunks.json", "--budget", "2000"],
+    "edgewise pack --help (lists the registries' names: reads plugins)": ["pack", "--help"],
 }
 STDLIB = "import json, re, dataclasses, typing, collections, math, threading"
 

@@ -124,3 +124,77 @@ def test_usage_errors_are_one_line_too(capsys):
     err = capsys.readouterr().err
     assert err == ("edgewise pack: error: argument --format/-f: invalid choice: 'xml' "
                    "(choose from 'text', 'json', 'openai', 'anthropic') (see edgewise pack --help)\n")
+
+
+def option_help(text: str) -> dict[str, str]:
+    """Each option of a --help text: its flags -> its help, the wrapped lines joined."""
+    out, flags = {}, None
+    for line in text.splitlines():
+        if line.startswith("  -"):
+            flags, _, rest = line.strip().partition("  ")
+            out[flags] = rest.strip()
+        elif flags is not None and line.startswith(" " * 6):
+            out[flags] = f"{out[flags]} {line.strip()}".strip()
+        else:
+            flags = None
+    return out
+
+
+def names(kind: str, hide: tuple[str, ...] = ()) -> str:
+    from edgewise.registry import describe
+
+    return ", ".join(name for name, _ in describe((kind,))[kind] if name not in hide)
+
+
+def test_help_lists_every_registry_option_s_names(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: argparse also wraps at hyphens
+    shown = {}
+    for command in ("pack", "variants", "score"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown[command] = option_help(capsys.readouterr().out)
+    pack_names = {
+        "--tokenizer TOKENIZER, -t TOKENIZER": f"tokenizer that counts the budget; one of: {names('tokenizers')} (default cl100k_base)",
+        "--order ORDER, -o ORDER": f"placement strategy; one of: {names('orders')} (default edges)",
+        "--layout LAYOUT, -l LAYOUT": f"prompt layout; one of: {names('layouts')} (default sections)",
+        "--scorer SCORER": f"score chunks that have no score (or all, with rescore); one of: {names('scorers')}",
+    }
+    assert {flags: shown["pack"][flags] for flags in pack_names} == pack_names
+    variants_names = {**pack_names, "--layout LAYOUT, -l LAYOUT": f"prompt layout; one of: {names('layouts')} (default layered)"}
+    del variants_names["--order ORDER, -o ORDER"]  # variants moves one chunk itself: no --order
+    assert {flags: shown["variants"][flags] for flags in variants_names} == variants_names
+    assert "--order ORDER, -o ORDER" not in shown["variants"]
+    assert shown["score"]["--scorer SCORER, -s SCORER"] == (
+        f"one of: {names('scorers', hide=('given',))} (cross:PATH, dense:PATH) (default bm25)")
+
+
+def test_the_names_are_looked_up_when_help_is_shown_not_when_the_parser_is_built(monkeypatch):
+    """Building and using the `pack` parser lists no registry (listing loads plugins); help does."""
+    import argparse
+
+    import edgewise
+    from edgewise import registry
+    from edgewise.cli import build_parser
+    from edgewise.layout import LAYOUTS
+    from edgewise.order import ORDERS
+    from edgewise.score import SCORERS
+    from edgewise.tokens import TOKENIZERS
+
+    monkeypatch.setenv("COLUMNS", "1000")
+    scans = []
+    monkeypatch.setattr(registry, "_entry_points", lambda group: scans.append(group) or [])
+    for reg in (TOKENIZERS, ORDERS, LAYOUTS, SCORERS):
+        monkeypatch.setattr(reg, "_plugins_done", False)  # as in a fresh process: plugins not read yet
+    parser = build_parser(["pack"])
+    args = parser.parse_args(["pack", "-q", "q", "-c", "x.json", "--order", "relevance"])
+    assert (args.order, scans) == ("relevance", [])
+    edgewise.register_order("test-late", lambda n, ctx: list(range(n)))  # after the parser was built
+    try:
+        pack_parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["pack"]
+        shown = option_help(pack_parser.format_help())
+        listed = names("orders")
+    finally:
+        ORDERS.unregister("test-late")
+    assert scans == ["edgewise.tokenizers", "edgewise.orders", "edgewise.layouts", "edgewise.scorers"]
+    assert listed.endswith(", test-late")
+    assert shown["--order ORDER, -o ORDER"] == f"placement strategy; one of: {listed} (default edges)"

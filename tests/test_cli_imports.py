@@ -50,6 +50,14 @@ def test_pack_imports_no_eval_backend_http_client_or_model_runtime(tmp_path, mon
     assert "tiktoken" not in modules and "edgewise.encodings" not in modules  # tiktoken's ~130 ms build is skipped
 
 
+@pytest.mark.parametrize("names", [[], ["--order", "relevance", "--layout", "paper", "--tokenizer", "words"]])
+def test_pack_with_built_in_names_reads_no_plugin_metadata(names, tmp_path):
+    """Plugins are looked for only for a name not built in (or to list names): ``importlib.metadata``
+    and the ``email`` package it needs cost ~50 ms of CPU."""
+    _, modules = run(PACK + names, tmp_path)
+    assert sorted(m for m in modules if m.split(".")[0] == "email" or m.startswith("importlib.metadata")) == []
+
+
 @pytest.mark.parametrize("args", [["--help"], ["pack", "--help"], ["score", "--help"], ["data", "nq", "--help"]])
 def test_help_imports_no_tokenizer_and_no_eval(args, tmp_path):
     out, modules = run(args, tmp_path)

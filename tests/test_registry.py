@@ -287,3 +287,39 @@ def test_describe_lists_every_registry_with_sources():
     with pytest.raises(ConfigError) as err:
         registry.describe(("widgets",))
     assert str(err.value) == "unknown registry 'widgets'; choose one of: orders, layouts, scorers, tokenizers, backends, tasks, metrics"
+
+
+def test_a_registered_name_is_found_without_loading_plugins(entry_points):
+    """Built-in names never wait for the plugin scan; a name not registered yet loads the plugins, once,
+    and a plugin that takes a registered name is reported then."""
+    import math
+
+    entry_points["points"] = [_entry("sqrt", "math:sqrt"), _entry("square", "math:floor")]
+    reg = Registry("shapes")
+    reg.register("square", square, arg="SIDE")
+    found = (reg.get("square"), reg["square"], reg.lookup("square:2", strict=True), "square" in reg, 3 in reg)
+    assert (found, entry_points["scans"]) == ((square, square, (square, "2"), True, False), 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ("circle" in reg, reg.get("sqrt"), "sqrt" in reg, entry_points["scans"]) == (False, math.sqrt, True, 1)
+        with pytest.raises(ConfigError) as err:
+            reg.get("circle")
+    assert (str(err.value), entry_points["scans"]) == ("unknown shape 'circle'; choose one of: square:SIDE, sqrt", 1)
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (PluginWarning, "shape plugin 'square' from math (math:floor) was not loaded: shape 'square' is "
+                        f"already registered by {HERE} ({square.__module__}.square); choose another name"),
+    ]
+
+
+@pytest.mark.parametrize("listing", ["names", "entries", "describe", "display_names", "len", "iter", "source", "unregister"])
+def test_every_listing_loads_the_plugins(entry_points, listing):
+    import math
+
+    entry_points["points"] = [_entry("sqrt", "math:sqrt")]
+    reg = Registry("shapes")
+    reg.register("square", square)
+    calls = {"names": reg.names, "entries": lambda: [e.name for e in reg.entries()], "describe": reg.describe,
+             "display_names": reg.display_names, "len": lambda: len(reg), "iter": lambda: list(reg),
+             "source": lambda: reg.source("square"), "unregister": lambda: reg.unregister("square")}
+    calls[listing]()
+    assert (entry_points["scans"], reg.get("sqrt"), entry_points["scans"]) == (1, math.sqrt, 1)

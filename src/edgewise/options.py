@@ -221,22 +221,70 @@ def parse_value(name: str, text: str) -> Any:
 
 # -- the command line ----------------------------------------------------------------------------
 
-def _names(registry: str) -> str:
-    """The valid names of a registry, for --help (lazy: listing may load plugins)."""
-    from .registry import describe
+class ListedHelp(str):
+    """A ``--help`` text that lists a registry's names, looked up only when the help is shown.
 
-    return ", ".join(name for name, _ in describe((registry,))[registry])
+    Listing names loads the registry's plugins (:mod:`edgewise.registry`), which a command that is
+    run, not asked for help, should not pay for. The string itself is the text with ``...`` in place
+    of the names: it is what argparse stores, and checks on Python 3.14+, when the parser is built.
+    :class:`HelpFormatter` shows :meth:`shown` instead. Both are argparse help strings (``%``
+    escaped); ``template`` is plain text with one ``{names}``.
+
+    >>> h = ListedHelp("placement; one of: {names} (default edges)", "orders")
+    >>> str(h)
+    'placement; one of: ... (default edges)'
+    >>> h.shown()[:45]
+    'placement; one of: edges, edges-mirror, relev'
+    """
+
+    registry: str
+    exclude: tuple[str, ...]
+    _parts: tuple[str, str]
+
+    def __new__(cls, template: str, registry: str, *, exclude: tuple[str, ...] = ()) -> ListedHelp:
+        before, slot, after = template.partition("{names}")
+        if not slot:
+            raise ValueError(f"a listed help text needs a {{names}} slot, but got {template!r}")
+        parts = (before.replace("%", "%%"), after.replace("%", "%%"))
+        self = super().__new__(cls, "...".join(parts))
+        self.registry, self.exclude, self._parts = registry, exclude, parts
+        return self
+
+    def shown(self) -> str:
+        """The text with the names, plugins' included (this loads the registry's plugins)."""
+        from .registry import describe
+
+        names = ", ".join(name for name, _ in describe((self.registry,))[self.registry] if name not in self.exclude)
+        return names.replace("%", "%%").join(self._parts)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, showing the names of :class:`ListedHelp` texts (the CLI's formatter)."""
+
+    _showing = False
+
+    def format_help(self) -> str:
+        # only here: Python 3.14's add_argument also expands each help text (a check), with a fresh
+        # formatter that never formats; building a parser must not list names (and load plugins)
+        self._showing = True
+        return super().format_help()
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        return text.shown() if self._showing and isinstance(text, ListedHelp) else text
 
 
 def _argument_kwargs(name: str, spec: Spec, default: Any) -> dict[str, Any]:
     help_text = spec.help
-    if spec.kind == "name" and spec.registry:
-        help_text += f"; one of: {_names(spec.registry)}"
+    registry = spec.registry if spec.kind == "name" else None
+    if registry:
+        help_text += "; one of: {names}"
     if spec.kind == "text":
         help_text += " (or @FILE)"
     if default not in (None, False):
         help_text += f" (default {default})"
-    kw: dict[str, Any] = {"dest": name, "help": help_text.replace("%", "%%")}
+    shown = ListedHelp(help_text, registry) if registry else help_text.replace("%", "%%")
+    kw: dict[str, Any] = {"dest": name, "help": shown}
     if spec.kind == "bool":
         return {**kw, "action": "store_true"}
     if spec.kind == "int":
@@ -265,14 +313,23 @@ def add_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] =
     parser.set_defaults(_pack_defaults=defaults)
 
 
-def option_argument(parser: argparse.ArgumentParser, name: str, *flags: str, default: Any = None, help: str | None = None) -> None:
+def option_argument(parser: argparse.ArgumentParser, name: str, *flags: str, default: Any = None, help: str | None = None,
+                    hide: tuple[str, ...] = ()) -> None:
     """One option as a flag of another command, under its own flag names (``edgewise prune --scorer``
-    is the option ``prune_scorer``): type, choices and checks still come from the option."""
+    is the option ``prune_scorer``): type, choices and checks still come from the option.
+
+    A ``help`` of a registry option may hold ``{names}``: the option's registry's names, but those in
+    ``hide``, listed when the help is shown (:class:`ListedHelp`).
+    """
     spec = _SPECS[name]
     value = _DEFAULTS[name] if default is None else default
     kw = _argument_kwargs(name, spec, value)
     if help is not None:
-        kw["help"] = help.replace("%", "%%") + (f" (default {value})" if value not in (None, False) else "")
+        text = help + (f" (default {value})" if value not in (None, False) else "")
+        if spec.registry is not None and "{names}" in text:
+            kw["help"] = ListedHelp(text, spec.registry, exclude=hide)
+        else:
+            kw["help"] = text.replace("%", "%%")
     parser.add_argument(*flags, default=value, **kw)
 
 

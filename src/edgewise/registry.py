@@ -7,10 +7,16 @@ needed, through an entry point in one of these groups (``pyproject.toml``)::
     [project.entry-points."edgewise.orders"]
     zigzag = "my_package.orders:zigzag"
 
-Entry points are read once per registry, on the first lookup or listing (never at
-``import edgewise``); each is registered under its entry-point name, with the distribution that
-ships it as its source. A plugin that fails to load is skipped with a :class:`PluginWarning` naming
-it; the rest keep working. What each group's object must be:
+Entry points are read once per registry, and only when needed: on the first lookup of a name that
+is not registered yet (:meth:`Registry.get`, :meth:`~Registry.lookup`, ``in``), on the first
+listing (:meth:`~Registry.names`, :meth:`~Registry.entries`, :meth:`~Registry.describe`, ``len``,
+iteration, :func:`describe`, ``edgewise list``, ``--help``), or on :meth:`~Registry.source` or
+:meth:`~Registry.unregister`. Never at ``import edgewise``, and never for a name already registered
+(the built-ins): ``edgewise pack`` with built-in names does not import ``importlib.metadata``. Each
+is registered under its entry-point name, with the distribution that ships it as its source. A
+plugin that fails to load, or whose name is taken (a built-in, say), is skipped with a
+:class:`PluginWarning` naming it, whenever the plugins load; the rest keep working. What each
+group's object must be:
 
 ============================  ==========================================================================
 ``edgewise.orders``           a strategy ``fn(n: int, ctx: edgewise.order.PlaceContext) -> list[int]``:
@@ -165,8 +171,7 @@ class Registry(Generic[T]):
         return obj, arg or None
 
     def _find(self, name: str, spec: str) -> T:
-        self._load_plugins()
-        entry = self._entries.get(name) if isinstance(name, str) else None
+        entry = self._entry(name)
         if entry is None:
             raise unknown(self.noun, spec, self.display_names())
         if entry.module is not None:  # a reserved built-in: importing its module registers it
@@ -179,9 +184,18 @@ class Registry(Generic[T]):
     def __getitem__(self, name: str) -> T:
         return self.get(name)
 
+    def _entry(self, name: object) -> Entry | None:
+        """The entry of ``name``: one already registered, else one a plugin adds (plugins load then)."""
+        if not isinstance(name, str):
+            return None
+        entry = self._entries.get(name)
+        if entry is None and not self._plugins_done:
+            self._load_plugins()
+            entry = self._entries.get(name)
+        return entry
+
     def __contains__(self, name: object) -> bool:
-        self._load_plugins()
-        return name in self._entries
+        return self._entry(name) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -10,12 +10,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import EdgewiseError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (status 2), like every other error."""
+    """argparse, but a usage error is one line on stderr (status 2), like every other error, and
+    the registries' names in help texts are listed only when help is shown (plugins load then)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from ..options import HelpFormatter
+
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

@@ -131,11 +131,10 @@ def _sentence_opts(p: argparse.ArgumentParser) -> None:
 
 def _score_args(p: argparse.ArgumentParser) -> None:
     from ..options import option_argument
-    from ..score import scorer_names
 
     _common(p)
-    option_argument(p, "scorer", "--scorer", "-s", default="bm25",
-                    help=f"one of: {', '.join(n for n in scorer_names() if n != 'given')} (cross:PATH, dense:PATH)")
+    option_argument(p, "scorer", "--scorer", "-s", default="bm25", help="one of: {names} (cross:PATH, dense:PATH)",
+                    hide=("given",))
     p.add_argument("--sort", action="store_true", help="print best first (default: input order)")
     p.add_argument("--stats", action="store_true", help="print the scorer's cache statistics on stderr")
     p.set_defaults(func=cmd_score)
