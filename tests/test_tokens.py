@@ -107,3 +107,28 @@ def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
     assert cache._chars <= 100 and "00" * 5 in cache._data and "01" * 5 not in cache._data
     cache.get("z" * 500, len)  # longer than a quarter of the cache: counted, never stored
     assert "z" * 500 not in cache._data
+
+
+def test_one_pack_counts_each_text_once_and_fills_at_most_half_the_shared_cache():
+    from edgewise import Packer
+    from edgewise.budget import PackCounts
+    from edgewise.tokens import TiktokenTokenizer
+
+    tok = TiktokenTokenizer("cl100k_base", cache_chars=40_000)
+    counts = PackCounts(tok)
+    assert [counts.count("same text") for _ in range(3)] == [2, 2, 2] and tok._cache.misses == 1
+    # a pack whose blocks are far larger than the shared cache: an in-order scan that must not thrash
+    chunks = [{"id": f"c{i}", "text": f"passage {i} " + "lorem ipsum dolor sit amet " * 30, "score": 1 - i / 1000}
+              for i in range(200)]  # ~170,000 characters, 4x the cache
+    packer = Packer(tokenizer=tok, budget=None)
+    first = packer.pack("q", chunks)
+    stats = tok._cache.stats()
+    assert stats["chars"] <= 40_000 // 2 + len("same text")  # this pack's share, plus what was there
+    # each block encoded once (the debug record, the prompt's count and the fit reuse this pack's count;
+    # without the memo, an LRU smaller than the scan evicts each block before its next use)
+    assert 200 <= stats["misses"] - 1 <= 200 + 15
+    misses = tok._cache.misses
+    again = packer.pack("q", chunks)  # warm: the admitted blocks are hits, the rest counted again
+    assert again.prompt == first.prompt and again.debug_info == first.debug_info
+    assert tok._cache.misses - misses < misses - 1  # fewer misses than the cold pack had
+    assert tok._cache.stats()["chars"] <= 40_000  # the cap holds whatever happens
