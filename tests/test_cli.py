@@ -198,3 +198,18 @@ def test_the_names_are_looked_up_when_help_is_shown_not_when_the_parser_is_built
     assert scans == ["edgewise.tokenizers", "edgewise.orders", "edgewise.layouts", "edgewise.scorers"]
     assert listed.endswith(", test-late")
     assert shown["--order ORDER, -o ORDER"] == f"placement strategy; one of: {listed} (default edges)"
+
+
+def test_variants_keeps_an_explicit_sections_layout(tmp_path, capsys):
+    """--layout sections is the pack default; variants' own default is layered: the flag must win."""
+    import json as _json
+
+    from edgewise.cli import main as _main
+
+    chunks = tmp_path / "c.json"
+    chunks.write_text(_json.dumps([{"id": "a", "text": "alpha", "score": 1.0}, {"id": "b", "text": "beta", "score": 0.5}]))
+    for given, want in ((["--layout", "sections"], "sections"), ([], "layered"), (["--layout", "paper"], "paper")):
+        assert _main(["variants", "-q", "q", "-c", str(chunks), "--key-id", "a", "--positions", "first",
+                      "--format", "json", *given]) == 0
+        out = _json.loads(capsys.readouterr().out)
+        assert out["first"]["debug_info"]["layout"] == want

@@ -104,6 +104,8 @@ def test_each_pack_option_is_defined_once():
     from edgewise.options import PackOptions
 
     names = PackOptions.names()
+    # `eval run --model` names the OpenAI backend's model (what the endpoint serves), not the pack option
+    elsewhere = {("src/edgewise/cli/eval.py", "--model")}
     offenders = []
     for path in PKG.rglob("*.py"):
         if path.name == "options.py":
@@ -111,7 +113,8 @@ def test_each_pack_option_is_defined_once():
         text = path.read_text(encoding="utf-8")
         for name in names:
             flag = "--" + name.replace("_", "-")
-            if re.search(rf"add_argument\([^)]*[\"']{re.escape(flag)}[\"']", text):
+            if (str(path.relative_to(ROOT)), flag) not in elsewhere and re.search(
+                    rf"add_argument\([^)]*[\"']{re.escape(flag)}[\"']", text):
                 offenders.append(f"{path.relative_to(ROOT)} declares {flag}")
     assert offenders == []
 

@@ -31,6 +31,7 @@ DEMO_ENTRIES = {
     "layouts": [("plugin-plain", DEMO)],
     "scorers": [("plugin-overlap", DEMO)],
     "tokenizers": [("plugin-bytes", DEMO)],
+    "models": [],
     "backends": [("plugin-echo", DEMO)],
     "tasks": [],
     "metrics": [("plugin-contains", DEMO)],

@@ -279,14 +279,14 @@ def test_the_public_surface():
 
 def test_describe_lists_every_registry_with_sources():
     listed = registry.describe()
-    assert list(listed) == ["orders", "layouts", "scorers", "tokenizers", "backends", "tasks", "metrics"]
+    assert list(listed) == ["orders", "layouts", "scorers", "tokenizers", "models", "backends", "tasks", "metrics"]
     assert listed["orders"] == [(n, "edgewise") for n in edgewise.order_names()]
-    assert listed["tokenizers"] == [(n, "edgewise") for n in ("cl100k_base", "o200k_base", "words", "chars", "hf:PATH")]
+    assert listed["tokenizers"] == [(n, "edgewise") for n in ("cl100k_base", "o200k_base", "words", "chars", "hf:PATH", "gguf:PATH")]
     assert listed["layouts"] == [(n, "edgewise") for n in ("sections", "layered", "paper", "kv", "template:FILE")]
     assert registry.describe(("metrics",)) == {"metrics": [("best_subspan_em", "edgewise"), ("kv_exact", "edgewise")]}
     with pytest.raises(ConfigError) as err:
         registry.describe(("widgets",))
-    assert str(err.value) == "unknown registry 'widgets'; choose one of: orders, layouts, scorers, tokenizers, backends, tasks, metrics"
+    assert str(err.value) == "unknown registry 'widgets'; choose one of: orders, layouts, scorers, tokenizers, models, backends, tasks, metrics"
 
 
 def test_a_registered_name_is_found_without_loading_plugins(entry_points):

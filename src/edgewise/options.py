@@ -26,6 +26,8 @@ from typing import Any
 from .checks import check_bool, check_int, check_number, check_str
 from .errors import ConfigError, InputError
 
+DEFAULT_TOKENIZER = "cl100k_base"  # counts the budget when neither tokenizer nor model says otherwise
+
 # kinds: int (with minimum), number, unit ([0, 1]), positive (> 0), bool, text (a payload; @FILE on the
 # command line), str (an identifier), choice, name (a registry name or an object from Python)
 
@@ -40,6 +42,7 @@ class Spec:
     choices: tuple[str, ...] = ()
     short: str | None = None
     registry: str | None = None  # for kind "name": which registry lists the valid names
+    shown_default: Any = None  # the default --help names for an option whose None means "work it out"
 
 
 def _opt(default: Any, kind: str, help: str, **spec: Any) -> Any:
@@ -50,12 +53,19 @@ def _opt(default: Any, kind: str, help: str, **spec: Any) -> Any:
 class PackOptions:
     """How to pack: the budget, the tokenizer, the placement, the layout, scoring and pruning.
 
-    Frozen and validated on construction; :meth:`replace` returns a new validated copy.
+    Frozen and validated on construction; :meth:`replace` returns a new validated copy. ``model``
+    names a model of :mod:`edgewise.models` (or is a ``ModelSpec``): the prompt is counted with its
+    tokenizer, and without a ``budget`` the budget is its whole context window (give a budget to
+    leave room for the answer). A ``tokenizer`` given with it must be the model's. Names are
+    resolved when packing (:class:`~edgewise.packer.Packer`), like the tokenizer's and layout's.
     """
 
     budget: int | None = _opt(None, "int", "tokens for the whole rendered prompt (default: no limit)", minimum=1, short="-b")
-    tokenizer: Any = _opt("cl100k_base", "name", "tokenizer that counts the budget", short="-t", registry="tokenizers")
+    tokenizer: Any = _opt(None, "name", "tokenizer that counts the budget", short="-t", registry="tokenizers",
+                          shown_default=DEFAULT_TOKENIZER)  # None: the model's, else DEFAULT_TOKENIZER
     order: str = _opt("edges", "name", "placement strategy", short="-o", registry="orders")
+    model: Any = _opt(None, "name", "the model the prompt is for (edgewise list shows them): its tokenizer counts "
+                      "the prompt and, without a budget, its context window is the budget")
     layout: Any = _opt("sections", "name", "prompt layout", short="-l", registry="layouts")
     scorer: Any = _opt(None, "name", "score chunks that have no score (or all, with rescore)", registry="scorers")
     rescore: bool = _opt(False, "bool", "score every chunk with the scorer, ignoring given scores")
@@ -276,6 +286,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
 def _argument_kwargs(name: str, spec: Spec, default: Any) -> dict[str, Any]:
     help_text = spec.help
+    default = spec.shown_default if default is None else default
     registry = spec.registry if spec.kind == "name" else None
     if registry:
         help_text += "; one of: {names}"

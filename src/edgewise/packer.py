@@ -24,7 +24,7 @@ from .condense import prune_step, summary_step
 from .debug import DebugInfo
 from .errors import BudgetError, ConfigError, InputError
 from .layout import Item, Layout, Rendered, get_layout, hooks
-from .options import PackOptions
+from .options import DEFAULT_TOKENIZER, PackOptions
 from .order import place, resolve, slot_index
 from .score import Scorer, get_scorer
 from .score.rank import rank
@@ -88,7 +88,8 @@ class Packer:
     # -- resources, resolved once ---------------------------------------------------------------
 
     def tokenizer(self, opts: PackOptions) -> Tokenizer:
-        return get_tokenizer(opts.tokenizer)  # loaded tokenizers are shared process-wide
+        """The tokenizer that counts ``opts``' prompt: ``tokenizer``, else the model's, else cl100k_base."""
+        return get_tokenizer(tokenizer_spec(opts))  # loaded tokenizers are shared process-wide
 
     def layout(self, opts: PackOptions) -> Layout:
         return get_layout(opts.layout)  # cheap; file-backed layouts cache their parsed file
@@ -121,6 +122,8 @@ class Packer:
 
     def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Packed:
         check_str("query", query)
+        if opts.model is not None:
+            opts = for_model(opts)
         shared, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
         tok = PackCounts(shared)  # this pack's counts, over the shared cache
         resolve(opts.order)  # an unknown order fails before any work
@@ -185,6 +188,42 @@ class Packer:
             passes=settled.passes, pruned=pruned,
         )
         return Packed(rendered.prompt, rendered, info)
+
+
+def tokenizer_spec(opts: PackOptions) -> str | Tokenizer:
+    """The tokenizer ``opts`` name: ``tokenizer``, else the model's, else ``cl100k_base``. A
+    ``tokenizer`` that is not the model's is an error naming both.
+
+    >>> tokenizer_spec(PackOptions(model="gpt-4o")), tokenizer_spec(PackOptions())
+    ('o200k_base', 'cl100k_base')
+    """
+    if opts.model is None:
+        return DEFAULT_TOKENIZER if opts.tokenizer is None else opts.tokenizer
+    from .models import get_model
+
+    model = get_model(opts.model)
+    if opts.tokenizer is None:
+        return model.tokenizer
+    given = opts.tokenizer if isinstance(opts.tokenizer, str) else getattr(opts.tokenizer, "name", None)
+    if given != model.tokenizer:
+        raise ConfigError(f"tokenizer {given!r} is not the tokenizer of model {model.name!r}, which counts with "
+                          f"{model.tokenizer!r}; give the model alone, or the model's tokenizer")
+    return opts.tokenizer
+
+
+def for_model(opts: PackOptions) -> PackOptions:
+    """``opts`` with the model resolved: its tokenizer (unless given), and its context window as the
+    budget when ``budget`` is None (the whole window: pass a budget to leave room for the answer).
+
+    >>> for_model(PackOptions(model="gpt-4")).budget, for_model(PackOptions(model="gpt-4", budget=500)).budget
+    (8192, 500)
+    """
+    if opts.model is None:
+        return opts
+    from .models import get_model
+
+    window = get_model(opts.model).context_window
+    return opts.replace(tokenizer=tokenizer_spec(opts), budget=window if opts.budget is None else opts.budget)
 
 
 def _options(options: PackOptions | Mapping[str, Any] | None) -> PackOptions:

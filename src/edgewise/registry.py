@@ -24,6 +24,8 @@ group's object must be:
 ``edgewise.layouts``          a factory ``fn(arg: str | None) -> edgewise.layout.Layout``
 ``edgewise.scorers``          a factory ``fn(arg: str | None) -> edgewise.score.Scorer``
 ``edgewise.tokenizers``       a factory ``fn(arg: str | None) -> edgewise.tokens.Tokenizer``
+``edgewise.models``           an ``edgewise.models.ModelSpec``, or a mapping of ``tokenizer``,
+                              ``context_window`` and optionally ``max_output_tokens``
 ``edgewise.backends``         a factory ``fn(**options) -> edgewise.eval.backends.Backend``
 ``edgewise.tasks``            a builder ``fn(**options) -> edgewise.eval.tasks.Task``
 ``edgewise.metrics``          a metric ``fn(prediction: str, golds: Sequence[str]) -> float``
@@ -64,6 +66,7 @@ _KINDS = {  # every registry: the module that holds it (and registers the built-
     "layouts": ("edgewise.layout", "LAYOUTS"),
     "scorers": ("edgewise.score", "SCORERS"),
     "tokenizers": ("edgewise.tokens", "TOKENIZERS"),
+    "models": ("edgewise.models", "MODELS"),
     "backends": ("edgewise.eval.backends", "BACKENDS"),
     "tasks": ("edgewise.eval.tasks", "TASKS"),
     "metrics": ("edgewise.eval.metrics", "METRICS"),

@@ -281,6 +281,13 @@ def _hf(arg: str | None) -> Tokenizer:
     return HFTokenizer(arg or "")
 
 
+@register_tokenizer("gguf", arg="PATH")
+def _gguf(arg: str | None) -> Tokenizer:
+    from .gguf_tokenizer import GGUFTokenizer
+
+    return GGUFTokenizer(arg or "")
+
+
 def tokenizer_names() -> list[str]:
     """The tokenizer names accepted by :func:`get_tokenizer`, with their argument (``hf:PATH``)."""
     return TOKENIZERS.display_names()

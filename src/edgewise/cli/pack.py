@@ -61,9 +61,12 @@ def cmd_variants(a: argparse.Namespace) -> None:
     from ..pack import variants
 
     positions = [p.strip() for p in a.positions.split(",") if p.strip()]
-    opts = _options(a).to_dict(changed_only=True)
-    key_id, layout = opts.pop("key_id"), opts.pop("layout", "layered")
-    out = variants(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), key_id, positions, layout=layout, **opts)
+    options = _options(a)  # the layout is the parser's default (layered) unless --layout names one
+    opts = options.to_dict(changed_only=True)
+    key_id = opts.pop("key_id")
+    opts.pop("layout", None)
+    out = variants(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), key_id, positions,
+                   layout=options.layout, **opts)
     if a.format == "text":
         write_out("\n\n".join(f"===== {name} =====\n{p.prompt}" for name, p in out.items()))
     else:
@@ -111,4 +114,4 @@ def add_commands(subparsers: Any) -> None:
     command(subparsers, "variants", _variants_args,
             help="one prompt per position of a key chunk (position-sensitivity test)")
     command(subparsers, "list", lambda p: p.set_defaults(func=cmd_list),
-            help="list orders, layouts, scorers and tokenizers")
+            help="list orders, layouts, scorers, tokenizers, models and the rest of the registries")
