@@ -1,0 +1,142 @@
+"""``create_app(config)``: the FastAPI app of ``edgewise serve``.
+
+One process holds one long-lived :class:`~edgewise.packer.Packer` (the shared default one, which
+:func:`edgewise.variants` packs with too), so tokenizers, scorers and their caches load once.
+``--preload`` scorers are resolved when the app starts (a bad name stops the start) and their
+models loaded in a background thread; ``/readyz`` answers 503 until they are in. The layers, from
+the outside in: access log and metrics, CORS (only with ``--cors-origin``), the body limit, the
+error handlers, then the routes (``/v1/*`` and ``/metrics`` behind the API key when one is set).
+With ``config.upstream`` the proxy's routes (:mod:`edgewise.serve.proxy`) join, behind the same
+key, limit and error format.
+
+>>> from fastapi.testclient import TestClient
+>>> with TestClient(create_app(ServeConfig(api_key=None))) as client:
+...     client.post("/v1/tokens", json={"text": "hello world", "tokenizer": "words"}).json()
+{'tokenizer': 'words', 'estimated': True, 'tokens': 3}
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from fastapi import Depends, FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from .. import __version__
+from ..errors import ConfigError
+from ..options import PackOptions
+from ..packer import default_packer
+from . import errors, routes
+from .assets import resolve_spec
+from .auth import require_key
+from .config import ServeConfig
+from .limits import BodyLimit
+from .metrics import Metrics, Observe
+from .schemas import options_schema
+
+log = logging.getLogger("edgewise.serve")
+
+
+def capabilities(config: ServeConfig) -> dict[str, Any]:
+    """What ``/v1/capabilities`` returns: the registries' names (plugins loaded), models, limits."""
+    from ..registry import describe
+
+    out: dict[str, Any] = {"version": __version__}
+    for kind, entries in describe(("tokenizers", "orders", "layouts", "scorers")).items():
+        out[kind] = [{"name": name, "source": source} for name, source in entries]
+    out["prune_scorers"] = list(PackOptions.spec("prune_scorer").choices)
+    try:
+        from .. import models  # the model registry, where installed
+    except ImportError:
+        pass
+    else:
+        out["models"] = list(models.model_names())
+    out["assets"] = config.assets is not None
+    out["auth"] = bool(config.api_key)
+    out["proxy"] = config.upstream is not None
+    out["limits"] = {"max_body_bytes": config.max_body_bytes, "max_chunks": config.max_chunks,
+                     "max_chars": config.max_chars, "timeout_s": config.timeout_s}
+    return out
+
+
+def _warm(app: FastAPI, scorers: list[tuple[str, Any]]) -> None:
+    """Load each preloaded scorer's model (a first call does), then mark it ready."""
+    for spec, scorer in scorers:
+        try:
+            scorer.score("warm up", ["warm up"])
+        except Exception as exc:  # noqa: BLE001 - /readyz and the log say what failed
+            log.error("preload %s failed: %s: %s", spec, type(exc).__name__, exc)
+            app.state.preload[spec] = f"failed: {type(exc).__name__}: {exc}"
+        else:
+            app.state.preload[spec] = "ready"
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    config: ServeConfig = app.state.config
+    packer = app.state.packer
+    app.state.limiter = anyio.CapacityLimiter(config.threads)
+    scorers = []
+    for spec in config.preload:  # resolved now: a bad name or a path outside the assets stops the start
+        resolved = resolve_spec("scorers", PackOptions(scorer=spec).scorer, config.assets)
+        scorer = packer.scorer(PackOptions(scorer=resolved))
+        if scorer is None:
+            raise ConfigError(f"--preload takes a scorer (bm25, dense, cross:PATH ...), but got {spec!r}")
+        scorers.append((spec, scorer))
+    packer.tokenizer(packer.options).count("warm up")  # the default tokenizer's tables
+    app.state.capabilities = capabilities(config)  # loads the plugins once, here
+    threading.Thread(target=_warm, args=(app, scorers), name="edgewise-preload", daemon=True).start()
+    yield
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema (the requests hold PackOptions' own JSON Schema), with it as a component too."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schema.setdefault("components", {}).setdefault("schemas", {})["PackOptions"] = options_schema()
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(config: ServeConfig | None = None) -> FastAPI:
+    """The app for ``config`` (default: :class:`ServeConfig` with its defaults)."""
+    config = config or ServeConfig()
+    app = FastAPI(title="edgewise", version=__version__, lifespan=_lifespan,
+                  description="Pack retrieved chunks into the prompt an LLM reads best, over HTTP. "
+                              "Errors are `{\"error\": {\"type\", \"message\"}}` with a 4xx status.")
+    app.state.config = config
+    app.state.packer = default_packer()
+    app.state.metrics = Metrics()
+    app.state.preload = {spec: "loading" for spec in config.preload}
+    errors.install(app, hide=f"{config.assets}/" if config.assets else None)
+    keyed = [Depends(require_key)]
+    app.include_router(routes.probe_router())
+    app.include_router(routes.metrics_router(), dependencies=keyed)
+    app.include_router(routes.api_router(), dependencies=keyed)
+    if config.upstream:
+        try:
+            from . import proxy
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.proxy":
+                raise
+            raise ConfigError("--upstream needs edgewise.serve.proxy, which this installation does not have") from None
+        app.include_router(proxy.router(config), dependencies=keyed)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes, timeout_s=config.timeout_s)
+    if config.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"], expose_headers=["*"], max_age=600)
+    app.add_middleware(Observe, metrics=app.state.metrics, log_bodies=config.log_bodies)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process: the settings ``edgewise serve`` left in the environment."""
+    return create_app(ServeConfig.from_env())
