@@ -48,6 +48,8 @@ ALLOWED = {
                  "checks what it installs)",
     "make test": "is this suite: test_make_test_installs_every_extra_and_runs_every_tier checks its recipe",
     "make check": "runs this suite's fast tier: test_make_check_runs_the_fast_tier checks its recipe",
+    "edgewise serve --host 127.0.0.1 --port 8000": "serves until stopped: test_the_serve_command_serves starts "
+                                                   "exactly this command (on a free port) and packs through it",
 }
 # What a block needs beyond the core, found by the words in it: (words, marker or None, modules, extra).
 NEEDS = [
@@ -230,8 +232,34 @@ def test_every_block_is_a_kind_this_test_runs():
     assert RUNNABLE, "README.md has no block to run"
 
 
+def _is_models_file(block) -> bool:  # noqa: ANN001
+    import tomllib
+
+    return "project" not in tomllib.loads(block.body)
+
+
+def _check_models_file(block) -> None:  # noqa: ANN001
+    """A models file (name → tokenizer, context window): it loads, and gives what it says."""
+    import tempfile
+    import tomllib
+
+    from edgewise.models import get_model, load_models, unload_models
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "models.toml"
+        path.write_text(block.body)
+        load_models(path)
+        try:
+            for name, entry in tomllib.loads(block.body).items():
+                spec = get_model(name)
+                assert (spec.tokenizer, spec.context_window) == (entry["tokenizer"], entry["context_window"])
+        finally:
+            unload_models(path)
+
+
 def test_toml_blocks_declare_entry_points_edgewise_reads():
-    """A ``toml`` block is a plugin's pyproject excerpt: it must parse, and name only groups edgewise loads."""
+    """A ``toml`` block is a plugin's pyproject excerpt (it must parse, and name only groups edgewise
+    loads) or a models file (it must load)."""
     import tomllib
 
     from edgewise.layout.base import LAYOUTS
@@ -242,7 +270,9 @@ def test_toml_blocks_declare_entry_points_edgewise_reads():
     groups = {r.group for r in (ORDERS, LAYOUTS, SCORERS, TOKENIZERS)}
     blocks = [b for b in BLOCKS if b.kind == "toml"]
     assert blocks
-    for b in blocks:
+    for b in [b for b in blocks if _is_models_file(b)]:
+        _check_models_file(b)
+    for b in [b for b in blocks if not _is_models_file(b)]:
         declared = tomllib.loads(b.body)["project"]["entry-points"]
         assert declared and set(declared) <= groups, (b.line, sorted(declared))
 
@@ -321,3 +351,46 @@ def test_the_output_check_fails_on_drift():
                     "x\n[System]\n  first line\nprompt: 1949 tokens\n"):     # a line added at the start
         with pytest.raises(AssertionError):
             assert_output(shown, drifted, "drifted")
+
+
+def test_the_serve_command_serves():
+    """The README's `edgewise serve` command, on a free port instead of 8000: it answers /healthz, and
+    /v1/pack gives what `pack()` gives."""
+    pytest.importorskip("fastapi", reason="edgewise serve needs the serve extra: pip install -e '.[serve]'")
+    import json as _json
+    import socket
+    import time
+    import urllib.request
+
+    import edgewise
+
+    (command,) = [c for c in ALLOWED if c.startswith("edgewise serve")]
+    assert command in README
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = shlex.split(command.replace("--port 8000", f"--port {port}"))
+    env = {k: v for k, v in os.environ.items() if k != "EDGEWISE_API_KEY"}
+    server = subprocess.Popen([sys.executable, "-m", "edgewise", *argv[1:]], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "edgewise serve did not answer /healthz within 60 s"
+                time.sleep(0.2)
+        chunks = _json.loads((ROOT / "examples" / "chunks.json").read_text())
+        query = (ROOT / "examples" / "query.txt").read_text().strip()
+        body = _json.dumps({"query": query, "chunks": chunks, "options": {"budget": 2000}}).encode()
+        request = urllib.request.Request(url + "/v1/pack", data=body, headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            assert _json.loads(r.read()) == edgewise.pack(query, chunks, budget=2000).to_dict()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
