@@ -241,6 +241,7 @@ def _is_models_file(block) -> bool:  # noqa: ANN001
 def _check_models_file(block) -> None:  # noqa: ANN001
     """A models file (name → tokenizer, context window): it loads, and gives what it says."""
     import tempfile
+
     import tomllib
 
     from edgewise.models import get_model, load_models, unload_models

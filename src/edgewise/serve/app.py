@@ -89,6 +89,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             raise ConfigError(f"--preload takes a scorer (bm25, dense, cross:PATH ...), but got {spec!r}")
         scorers.append((spec, scorer))
     packer.tokenizer(packer.options).count("warm up")  # the default tokenizer's tables
+    if config.models_file:  # the user's models: before the capabilities list them and any request names one
+        from ..models import load_models
+
+        load_models(config.models_file)
     app.state.capabilities = capabilities(config)  # loads the plugins once, here
     threading.Thread(target=_warm, args=(app, scorers), name="edgewise-preload", daemon=True).start()
     yield

@@ -1,0 +1,49 @@
+"""Real servers for the tests: a free loopback port, a process started and waited for, and stopped.
+
+Every server a test starts listens on 127.0.0.1, logs to a file (a full pipe would block it), and is
+waited for on a readiness URL within a bounded time; a server that dies or never answers fails the
+test with the end of its log.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd: list[str], ready: str, log: Path, timeout: float = 90, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Run ``cmd`` (output to ``log``) until ``ready`` answers 200; fail with its log if it never does."""
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(ready, timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{' '.join(cmd[:4])} did not start: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
