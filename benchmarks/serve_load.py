@@ -11,10 +11,14 @@ service sees: chunks that repeat, and chunks that do not.
 
 Reported per row: requests, errors (any status other than 200, or a transport error), throughput
 (requests per second of wall time), latency p50 / p95 / p99 in ms (wall time, send to full JSON
-response), and the same pool packed in-process in one thread (``pack(...).to_dict()`` then
+response), the server's own p50 (``duration_ms`` of its access log: from the request's arrival to
+the end of the response, so without the client's and the loopback's share), and the same pool packed
+in-process in one thread (``pack(...).to_dict()`` then
 ``json.dumps``, what the service does besides HTTP) for the same number of calls, to give **service
 overhead**: the service's p50 latency at one client over the in-process p50, and, at N clients, its
-throughput over the in-process throughput of one thread. The script only talks to 127.0.0.1, is
+throughput over the in-process throughput of one thread; **server overhead**: the server's p50 over
+the in-process p50 (the client shares the 2 cores with the server here, which the first ratio
+includes). The script only talks to 127.0.0.1, is
 bounded in requests and time, and stops its servers itself.
 
     .venv/bin/python benchmarks/serve_load.py [--duration 60] [--workers 1,2] [--sizes 20,200]
@@ -32,6 +36,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -77,7 +82,9 @@ class Server:
         cmd = [sys.executable, "-m", "edgewise", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--workers", str(workers), "--log-level", "warning"]
         env = {k: v for k, v in os.environ.items() if k != "EDGEWISE_API_KEY"}
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # the access log: JSON lines
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=env)
+        self.read = 0
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -88,6 +95,16 @@ class Server:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"edgewise serve did not answer /healthz on {self.url} within 60 s")
+
+    def durations(self) -> list[float]:
+        """Server-side ms of each /v1/pack since the last call (the access log's duration_ms)."""
+        text = Path(self.log.name).read_text()
+        new, self.read = text[self.read:], len(text)
+        out = []
+        for line in new.splitlines():
+            if line.startswith("{") and '"/v1/pack"' in line:
+                out.append(json.loads(line)["duration_ms"])
+        return out
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -174,23 +191,26 @@ def main(argv: list[str] | None = None) -> int:
           f"budget {args.budget}; {args.duration:g} s a row (at most {args.max_requests:,} requests); "
           f"pool of {args.pool} inputs; load average {os.getloadavg()[0]:.2f} before")
     print()
-    print("| workers | chunks | clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms | in-process p50 ms | "
-          "in-process req/s (1 thread) | overhead (p50 at 1 client; throughput at N) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| workers | chunks | clients | requests | errors | req/s | p50 ms | p95 ms | p99 ms | server p50 ms | "
+          "in-process p50 ms | in-process req/s (1 thread) | overhead (p50 at 1 client; throughput at N) | "
+          "server overhead (server p50 / in-process p50) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in workers:
         server = Server(w)
         try:
             for n in sizes:
                 load(server.url, bodies[n], 1, min(3.0, args.duration), 50)  # warm the workers' caches and pools
                 for c in clients:
+                    server.durations()  # skip what came before this row
                     r = load(server.url, bodies[n], c, args.duration, args.max_requests)
+                    served = statistics.median(server.durations())
                     lat = [x * 1000 for x in r["latencies"]]
                     rps = r["requests"] / r["wall"]
                     b = base[n]
                     overhead = (statistics.median(lat) / 1000 / b["p50"]) if c == 1 else (b["throughput"] / rps)
                     print(f"| {w} | {n} | {c} | {r['requests']:,} | {r['errors']} | {rps:.1f} | {pct(lat, 50):.1f} | "
-                          f"{pct(lat, 95):.1f} | {pct(lat, 99):.1f} | {b['p50'] * 1000:.1f} | {b['throughput']:.1f} | "
-                          f"{overhead:.2f}× |", flush=True)
+                          f"{pct(lat, 95):.1f} | {pct(lat, 99):.1f} | {served:.1f} | {b['p50'] * 1000:.1f} | "
+                          f"{b['throughput']:.1f} | {overhead:.2f}× | {served / 1000 / b['p50']:.2f}× |", flush=True)
         finally:
             server.stop()
     print(f"\nload average {os.getloadavg()[0]:.2f} after")

@@ -36,7 +36,8 @@ def run(config: ServeConfig, *, log_level: str = "info") -> None:
 
     common: dict[str, Any] = {"host": config.host, "port": config.port, "access_log": False,
                               "log_level": log_level, "log_config": log_config(log_level),
-                              "timeout_graceful_shutdown": 10}
+                              "timeout_graceful_shutdown": 10,
+                              "http": "edgewise.serve.nodelay:NoDelayHTTP"}  # see nodelay.py
     if config.workers == 1:
         from .app import create_app
 

@@ -1,0 +1,23 @@
+"""uvicorn's HTTP protocol with TCP_NODELAY set on every connection (``--http`` for ``edgewise serve``).
+
+asyncio sets TCP_NODELAY on the connections of a listening socket it creates itself (one worker),
+but the workers of ``--workers N`` accept on a socket handed over from the parent process, whose
+``proto`` reads 0, and asyncio then leaves Nagle's algorithm on: a keep-alive response written in
+two pieces waited for the client's delayed ACK, ~45 ms a request (measured: 48 ms p50 with two
+workers against 7 ms with one, on 20-chunk packs). uvicorn loads this class by name in each worker.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+
+class NoDelayHTTP(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+    def connection_made(self, transport: Any) -> None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().connection_made(transport)
