@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -47,3 +50,36 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
+
+
+@contextmanager
+def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_s: float = 60) -> Iterator[dict]:
+    """``python -m edgewise.serve ARGS`` on a free port; yields its URL and log file; always stopped."""
+    port = free_port()
+    log = tmp / f"server-{port}.log"
+    full_env = {**os.environ, "EDGEWISE_API_KEY": "", **(env or {})}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "edgewise.serve", "--port", str(port), *args],
+                                stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=tmp)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not answer /healthz in {wait_s} s: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield {"url": url, "log": log, "port": port}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

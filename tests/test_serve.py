@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,8 @@ pytest.importorskip("prometheus_client")
 
 import edgewise  # noqa: E402
 from edgewise.registry import describe  # noqa: E402
+
+from .servers import free_port, running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "test-key-0123456789"
@@ -43,45 +44,6 @@ def swap_ends(n, ctx):
     """Order: the best chunk last, the rest in rank order."""
     return list(range(1, n)) + [0] if n else []
 '''
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_s: float = 60) -> Iterator[dict]:
-    """``python -m edgewise.serve ARGS`` on a free port; yields its URL and log file; always stopped."""
-    port = _free_port()
-    log = tmp / f"server-{port}.log"
-    full_env = {**os.environ, "EDGEWISE_API_KEY": "", **(env or {})}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "edgewise.serve", "--port", str(port), *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=tmp)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not answer /healthz in {wait_s} s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield {"url": url, "log": log, "port": port}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -572,7 +534,7 @@ def test_preloaded_dense_model_is_ready_and_used(tmp_path):
 
 
 def test_a_bad_preload_stops_the_start(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "edgewise.serve", "--port", str(_free_port()), "--preload", "nope"],
+    proc = subprocess.run([sys.executable, "-m", "edgewise.serve", "--port", str(free_port()), "--preload", "nope"],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "EDGEWISE_API_KEY": ""})
     assert proc.returncode != 0
     assert "unknown scorer 'nope'" in proc.stderr

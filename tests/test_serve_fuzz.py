@@ -7,12 +7,6 @@ documents, the content type it documents, and a body that matches the documented
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-
 import pytest
 
 httpx = pytest.importorskip("httpx")
@@ -27,6 +21,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
+from .servers import running  # noqa: E402
+
 EXAMPLES = 30  # per operation
 OPERATIONS = [("POST", "/v1/pack"), ("POST", "/v1/variants"), ("POST", "/v1/score"), ("POST", "/v1/prune"),
               ("POST", "/v1/highlight"), ("POST", "/v1/tokens"), ("GET", "/v1/capabilities"), ("GET", "/healthz"),
@@ -35,33 +31,10 @@ OPERATIONS = [("POST", "/v1/pack"), ("POST", "/v1/variants"), ("POST", "/v1/scor
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path_factory.mktemp("fuzz") / "server.log"
-    with open(log, "wb") as out:  # small limits, so that generated requests stay quick
-        proc = subprocess.Popen([sys.executable, "-m", "edgewise.serve", "--port", str(port), "--max-chunks", "40",
-                                 "--max-chars", "20000", "--timeout", "10"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "EDGEWISE_API_KEY": ""})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    # small limits, so that generated requests stay quick
+    with running(["--max-chunks", "40", "--max-chars", "20000", "--timeout", "10"],
+                 tmp_path_factory.mktemp("fuzz")) as started:
+        yield started["url"]
 
 
 def test_every_operation_is_fuzzed(server):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .files import write_atomic
 
 CACHE_ENV = "EDGEWISE_CACHE"
 _MAGIC = b"edgewise-ranks"
@@ -168,23 +169,12 @@ def read_cached_ranks(path: Path, expected_hash: str) -> dict[bytes, int] | None
 def write_cached_ranks(path: Path, expected_hash: str, ranks: dict[bytes, int]) -> None:
     """Save ``ranks`` at ``path`` atomically: written to a temporary file beside it, then renamed,
     so a reader sees the old file or the whole new one, and two writers racing both succeed."""
-    import contextlib
     import hashlib
     import marshal
-    import tempfile
 
     payload = marshal.dumps(ranks)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_header(expected_hash, hashlib.sha256(payload).hexdigest(), len(payload)))
-            f.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, _header(expected_hash, hashlib.sha256(payload).hexdigest(), len(payload)) + payload)
 
 
 def _cached_ranks(name: str, expected_hash: str, directory: Path | None) -> dict[bytes, int]:

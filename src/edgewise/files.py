@@ -98,3 +98,23 @@ def _read(path: str, what: str) -> str:
         raise ConfigError(
             f"{what} {path!r} must be UTF-8 text, but byte 0x{data[exc.start]:02x} at offset {exc.start} is not"
         ) from None
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part:
+    a temporary file in the same directory, renamed over the target (processes that race are safe)."""
+    import contextlib
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+

@@ -23,16 +23,15 @@ needs the ``onnx`` package; loading a built file does not.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..files import write_atomic
 from .onnx import need
 
 RECIPE = "int8-dynamic-matmul-perchannel-v1"  # change it when the build changes: old files are then not used
@@ -97,28 +96,14 @@ def int8_model(source: str | Path, directory: str | Path | None = None) -> Path:
             return target
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(target, build_int8(src))
-            _write_atomic(_record_path(target), json.dumps(
+            write_atomic(target, build_int8(src))
+            write_atomic(_record_path(target), json.dumps(
                 {"source": str(src), "source_sha256": digest, "recipe": RECIPE,
                  "sha256": sha256_file(target)}, indent=1).encode())
         except OSError as exc:
             raise ConfigError(f"the int8 model could not be cached in {target.parent} ({exc.strerror or exc}): "
                               "set EDGEWISE_CACHE to a writable directory, or use precision='fp32'") from None
     return target
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def fold_matmul_weights(model: Any) -> int:
