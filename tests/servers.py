@@ -83,3 +83,21 @@ def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@contextmanager
+def llama_cpp(tmp: Path, *, alias: str = "gemma-3-270m", n_ctx: int = 2048, chat_format: str = "gemma") -> Iterator[str]:
+    """``python -m llama_cpp.server`` with the bundled Gemma 3 270M on a free loopback port; yields
+    its OpenAI base URL (``http://127.0.0.1:PORT/v1``); always stopped. Needs the ``eval`` extra."""
+    from edgewise.eval.backends import bundled_model_path
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = start([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()), "--model_alias", alias,
+                  "--chat_format", chat_format, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+                  "--n_threads", "-1", "--n_threads_batch", "-1", "--verbose", "False"],
+                 url + "/models", tmp / f"llama-{port}.log", env={"OMP_WAIT_POLICY": "PASSIVE"})
+    try:
+        yield url
+    finally:
+        stop(proc)

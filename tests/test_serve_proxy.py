@@ -24,7 +24,7 @@ openai = pytest.importorskip("openai")
 
 from edgewise.eval.backends import bundled_model_path  # noqa: E402
 
-from .servers import free_port, start, stop  # noqa: E402
+from .servers import free_port, llama_cpp, start, stop  # noqa: E402
 
 MODEL = "gemma-3-270m"
 N_CTX = 1024
@@ -37,14 +37,8 @@ GEMMA = {"documents": DOCS, "chat_format": "gemma", "layout": "layered"}
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/v1"
-    proc = start([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()), "--model_alias", MODEL,
-                  "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX),
-                  "--n_threads", "-1", "--n_threads_batch", "-1", "--verbose", "False"],
-                 url + "/models", tmp_path_factory.mktemp("llama") / "llama.log", env={"OMP_WAIT_POLICY": "PASSIVE"})
-    yield url
-    stop(proc)
+    with llama_cpp(tmp_path_factory.mktemp("llama"), alias=MODEL, n_ctx=N_CTX) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

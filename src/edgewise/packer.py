@@ -42,6 +42,9 @@ class Packed:
     prompt: str
     rendered: Rendered = field(repr=False)
     debug_info: DebugInfo
+    #: the chunks in the prompt, in prompt order, each in the form and with the text it was given
+    #: there (whole, pruned, summary or cut): what a framework component hands back as documents
+    items: tuple[Item, ...] = field(default=(), repr=False)
 
     def __iter__(self):  # noqa: ANN204
         return iter((self.prompt, self.debug_info))
@@ -187,7 +190,8 @@ class Packer:
             tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranked_by,
             passes=settled.passes, pruned=pruned,
         )
-        return Packed(rendered.prompt, rendered, info)
+        at = {it.id: it for it in settled.items}
+        return Packed(rendered.prompt, rendered, info, tuple(at[i] for i in rendered.order if i in at))
 
 
 def tokenizer_spec(opts: PackOptions) -> str | Tokenizer:
