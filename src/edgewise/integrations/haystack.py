@@ -144,3 +144,8 @@ def _dedup(documents: list[Document]) -> list[Document]:
 
 def _score(doc: Document) -> float:
     return doc.score if doc.score is not None else float("-inf")
+
+
+from .haystack_builder import EdgewisePromptBuilder  # noqa: E402  (the packing component, re-exported)
+
+__all__ = ["EdgewisePromptBuilder", "EdgewiseRanker"]

@@ -1,6 +1,9 @@
-"""A LangChain document transformer: ``EdgewiseReorder``, a drop-in for ``LongContextReorder``.
+"""LangChain: ``EdgewiseReorder``, a drop-in for ``LongContextReorder``; and, from
+:mod:`edgewise.integrations.langchain_packer`, the packing components ``EdgewisePacker`` (a Runnable
+that packs the prompt), ``EdgewiseCompressor`` (for ``ContextualCompressionRetriever``) and
+``EdgewiseEmbeddings`` (the bundled MiniLM for an offline vector store).
 
-By default it gives LongContextReorder's exact order (``edges-mirror``: the best document last) for
+``EdgewiseReorder``, by default, gives LongContextReorder's exact order (``edges-mirror``: the best document last) for
 documents given best first, and returns the very objects it was given (ids and metadata intact);
 ``order="edges"`` puts the best first instead, ``top_k`` keeps the first k, and ``budget`` keeps
 the best documents whose exact token counts fit (the rule is in :mod:`edgewise.integrations`).
@@ -19,6 +22,8 @@ try:
     from langchain_core.documents import BaseDocumentTransformer, Document
 except ImportError:  # pragma: no cover
     raise missing_extra("the LangChain adapter", "langchain-core", "langchain") from None
+
+from .langchain_packer import EdgewiseCompressor, EdgewiseEmbeddings, EdgewisePacker  # the packing components
 
 
 class EdgewiseReorder(BaseDocumentTransformer):
@@ -51,3 +56,6 @@ class EdgewiseReorder(BaseDocumentTransformer):
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         return self.transform_documents(documents, **kwargs)
+
+
+__all__ = ["EdgewiseCompressor", "EdgewiseEmbeddings", "EdgewisePacker", "EdgewiseReorder"]

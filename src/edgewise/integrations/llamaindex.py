@@ -68,3 +68,8 @@ class EdgewiseReorder(BaseNodePostprocessor):
             node.excluded_embed_metadata_keys = [*node.excluded_embed_metadata_keys, TRUNCATED_KEY]
             return [NodeWithScore(node=node, score=best.score)]
         return [ranked[i] for i in picked.indexes]
+
+
+from .llamaindex_packer import EdgewisePacker  # noqa: E402  (the packing postprocessor, re-exported)
+
+__all__ = ["EdgewisePacker", "EdgewiseReorder"]

@@ -1,0 +1,171 @@
+"""``edgewise index``, ``retrieve`` and ``ask``: your own documents, indexed and answered (extra ``index``).
+
+``index`` is :func:`edgewise.index.build.index_paths`; ``retrieve`` is hybrid retrieval then
+:func:`edgewise.pack` (the same pack flags as ``edgewise pack``); ``ask`` adds the LLM call
+(:func:`edgewise.index.answer.ask`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .io import dumps, text_arg, write_out
+from .lazy import command
+
+MODES = ("hybrid", "dense", "bm25")
+ASK_DEFAULTS = {"prune": 0.3}  # retrieved chunks carry whole passages: keep the sentences that bear on the question
+
+
+def cmd_index(a: argparse.Namespace) -> None:
+    from ..errors import InputError
+    from ..index.build import index_paths
+
+    report = index_paths(a.paths, a.store, tokenizer=a.tokenizer, chunk_tokens=a.chunk_tokens,
+                         overlap_tokens=a.overlap_tokens, rebuild=a.rebuild, progress=not a.quiet)
+    for path, reason in report.failed:
+        print(f"edgewise: skipped {path}: {reason}", file=sys.stderr)
+    if a.format == "json":
+        write_out(dumps(report.to_dict()))
+    elif not a.quiet:
+        print(report.summary(), file=sys.stderr)
+    if report.failed and not (report.added or report.updated or report.unchanged):
+        raise InputError(f"nothing to index: every path failed ({len(report.failed)}); see the lines above")
+    if report.failed:
+        raise SystemExit(1)  # the rest was indexed; the status says not everything was
+
+
+def _pack_options(a: argparse.Namespace) -> Any:
+    from ..options import from_args
+
+    return from_args(a, read_text=text_arg)
+
+
+def cmd_retrieve(a: argparse.Namespace) -> None:
+    from ..index.search import pack_hits, retrieve
+    from ..index.store import open_store
+    from ..packer import Packer
+    from .pack import _emit, table
+
+    question = text_arg(a.question, "question") or ""
+    hits = retrieve(open_store(a.store), question, top_n=a.top_n, mode=a.mode)
+    packed = pack_hits(Packer(_pack_options(a)), question, hits)
+    write_out(_emit(packed, a.format))
+    if a.table:
+        print("\n" + table(packed), file=sys.stderr)
+
+
+def cmd_ask(a: argparse.Namespace) -> None:
+    from ..eval.backends import get_backend
+    from ..index.answer import ask
+    from ..index.store import open_store
+    from .pack import table
+
+    question = text_arg(a.question, "question") or ""
+    store = open_store(a.store)  # a missing store fails before a model loads
+    options = _ask_options(a)
+    if a.backend == "local":
+        backend = get_backend("local", model_path=a.model_path, n_ctx=a.context or 4096, api="chat")
+    else:
+        backend = get_backend("openai", base_url=a.base_url, model=options.model or a.model, api="chat",
+                              api_key_env=a.api_key_env)
+    answer = ask(question, store, backend, options, top_n=a.top_n, mode=a.mode, max_tokens=a.max_tokens)
+    if a.format == "json":
+        write_out(dumps(answer.to_dict(debug=a.debug)))
+        return
+    lines = [answer.text or "(the model gave no answer)", "", "Sources (cited):" if answer.cited else
+             "Sources (in the prompt; the answer cites none):"]
+    for s in answer.sources():
+        where = f", page {s['page']}" if "page" in s else ""
+        lines.append(f"  [{s['id']}] {s['title']}: {s['source']}{where}, characters {s['start']}-{s['end']}")
+    if a.debug:
+        lines += ["", "Where every retrieved chunk went:", table(answer.packed)]
+    write_out("\n".join(lines))
+
+
+def _ask_options(a: argparse.Namespace) -> Any:
+    """The pack options for ``ask``: the model's tokenizer and a budget that leaves room for the answer."""
+    from ..errors import ConfigError
+    from ..index.answer import budget_for
+    from ..models import get_model
+
+    opts = _pack_options(a)
+    given = opts.to_dict(changed_only=True)
+    if a.backend == "local":
+        if opts.model is not None:
+            raise ConfigError("--model names the model of an OpenAI-compatible endpoint; the local backend runs "
+                              "--model-path (default: the bundled Gemma 3 270M)")
+        from ..eval.backends import bundled_model_path
+
+        path = a.model_path or bundled_model_path()
+        tokenizer = given.get("tokenizer") or f"gguf:{path}"
+        # the bundled 270M model echoes the sections layout back; the paper's short prompt it answers
+        layout = opts.layout if "layout" in given else "paper"
+        return opts.replace(tokenizer=tokenizer, layout=layout,
+                            budget=opts.budget or budget_for(a.context or 4096, a.max_tokens))
+    if opts.model is None:
+        raise ConfigError("--backend openai needs --model (the endpoint's model name)")
+    try:
+        spec = get_model(opts.model)
+    except ConfigError:
+        if opts.budget is None and a.context is None:
+            raise ConfigError(f"model {opts.model!r} is not in the registry (edgewise list): give --context (its "
+                              "context window in tokens) or --budget, and --tokenizer if it is not cl100k_base") from None
+        budget = opts.budget or budget_for(a.context, a.max_tokens)
+        a.model = opts.model
+        return opts.replace(model=None, budget=budget)
+    return opts.replace(budget=opts.budget or budget_for(a.context or spec.context_window, a.max_tokens))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("question", help="the question (or @FILE)")
+    p.add_argument("--store", "-s", required=True, metavar="DIR|URL", help="the store edgewise index wrote")
+    p.add_argument("--top-n", type=int, default=20, metavar="N", help="chunks to retrieve (default 20)")
+    p.add_argument("--mode", default="hybrid", choices=MODES, help="retrieval: dense + BM25 fused (default), or one")
+
+
+def _index_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (.txt, .md, .html, .pdf)")
+    p.add_argument("--store", "-s", required=True, metavar="DIR|URL", help="where the index lives (made if missing)")
+    p.add_argument("--tokenizer", "-t", default="cl100k_base", help="chunk sizes are counted in its tokens")
+    p.add_argument("--chunk-tokens", type=int, default=256, metavar="N", help="chunk size (default 256)")
+    p.add_argument("--overlap-tokens", type=int, default=32, metavar="N", help="overlap between chunks (default 32)")
+    p.add_argument("--rebuild", action="store_true", help="drop the store's contents and index everything again")
+    p.add_argument("--format", "-f", default="text", choices=("text", "json"), help="json: the report on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_index)
+
+
+def _retrieve_args(p: argparse.ArgumentParser) -> None:
+    from ..options import add_arguments
+    from .pack import FORMATS
+
+    _common(p)
+    p.add_argument("--format", "-f", default="text", choices=FORMATS)
+    p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
+    add_arguments(p, defaults=ASK_DEFAULTS)
+    p.set_defaults(func=cmd_retrieve)
+
+
+def _ask_args(p: argparse.ArgumentParser) -> None:
+    from ..options import add_arguments
+
+    _common(p)
+    p.add_argument("--backend", default="local", choices=("local", "openai"), help="local: the bundled Gemma (extra eval)")
+    p.add_argument("--base-url", default="http://127.0.0.1:8080/v1", help="the OpenAI-compatible endpoint (openai)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key (openai)")
+    p.add_argument("--model-path", default=None, help="a GGUF model for the local backend (default: the bundled Gemma)")
+    p.add_argument("--context", type=int, default=None, metavar="N",
+                   help="the model's context window (default: 4096 for local, the registry's for a named model)")
+    p.add_argument("--max-tokens", type=int, default=256, metavar="N", help="room left for the answer (default 256)")
+    p.add_argument("--debug", action="store_true", help="also show where every retrieved chunk went")
+    p.add_argument("--format", "-f", default="text", choices=("text", "json"))
+    add_arguments(p, defaults=ASK_DEFAULTS)
+    p.set_defaults(func=cmd_ask)
+
+
+def add_commands(subparsers: Any) -> None:
+    command(subparsers, "index", _index_args, help="index files or folders into a local store (extra index)")
+    command(subparsers, "retrieve", _retrieve_args, help="retrieve from a store and print the packed prompt")
+    command(subparsers, "ask", _ask_args, help="retrieve, pack and answer with an LLM (extras index, eval)")

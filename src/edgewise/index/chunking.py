@@ -1,0 +1,94 @@
+"""Token-aware chunks with overlap, on sentence boundaries, each an exact span of its document.
+
+Sentences (:func:`edgewise.sentences.split_sentences`) are taken in order into a chunk while the
+chunk's exact token count (the target tokenizer's, of the chunk's own text) stays within ``size``;
+the next chunk starts with the last sentences of the one before, up to ``overlap`` tokens of them.
+A sentence longer than ``size`` is cut at token boundaries into pieces of at most ``size`` tokens.
+Every chunk is ``text[start:end]`` (stripped of edge whitespace), so its offsets point into the
+document; consecutive chunks cover the whole text.
+
+>>> from edgewise.tokens import get_tokenizer
+>>> text = "One two three four. Five six seven eight. Nine ten eleven twelve. Thirteen fourteen."
+>>> for p in split_text(text, get_tokenizer("words"), size=12, overlap=6):
+...     print(p.start, p.end, p.text)
+0 41 One two three four. Five six seven eight.
+20 65 Five six seven eight. Nine ten eleven twelve.
+42 84 Nine ten eleven twelve. Thirteen fourteen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checks import check_int
+from ..errors import InputError
+from ..sentences import split_sentences
+from ..tokens import Tokenizer
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A chunk of a document: ``document[start:end] == text``; ``tokens`` in the target tokenizer."""
+
+    start: int
+    end: int
+    text: str
+    tokens: int
+
+
+def check_sizes(size: int, overlap: int) -> None:
+    check_int("chunk_tokens", size, minimum=4)
+    check_int("overlap_tokens", overlap, minimum=0)
+    if overlap >= size:
+        raise InputError(f"overlap_tokens must be smaller than chunk_tokens ({size}), but got {overlap}")
+
+
+def _units(text: str, tok: Tokenizer, size: int) -> list[tuple[int, int, int]]:
+    """Sentences as (start, end, tokens), with any sentence over ``size`` cut into token-bounded pieces."""
+    out = []
+    for s in split_sentences(text):
+        n = tok.count(s.text)
+        if n <= size:
+            out.append((s.start, s.end, n))
+            continue
+        start, rest = s.start, s.text
+        while rest:
+            head = tok.truncate(rest, size)
+            if not head:  # one character is over the budget (it cannot be at size >= 4, but never loop)
+                head = rest[:1]
+            cut = len(head)
+            stripped = rest[:cut].rstrip()
+            if stripped:
+                out.append((start, start + len(stripped), tok.count(stripped)))
+            lead = len(rest[cut:]) - len(rest[cut:].lstrip())
+            start, rest = start + cut + lead, rest[cut:].lstrip()
+    return out
+
+
+def split_text(text: str, tok: Tokenizer, *, size: int = 256, overlap: int = 32) -> list[Piece]:
+    """Chunks of at most ``size`` tokens, consecutive ones sharing up to ``overlap`` tokens of sentences."""
+    check_sizes(size, overlap)
+    units = _units(text, tok, size)
+    pieces: list[Piece] = []
+    i = 0
+    while i < len(units):
+        j, total = i, 0
+        while j < len(units) and total + units[j][2] <= size:
+            total += units[j][2]
+            j += 1
+        j = max(j, i + 1)
+        while True:  # the sum of sentence counts is an estimate at the joins: hold the exact count to size
+            start, end = units[i][0], units[j - 1][1]
+            n = tok.count(text[start:end])
+            if n <= size or j == i + 1:
+                break
+            j -= 1
+        pieces.append(Piece(start, end, text[start:end], n))
+        if j >= len(units):
+            break
+        back, k = 0, j  # overlap: the last sentences of this chunk, within `overlap` tokens, start the next
+        while k - 1 > i and back + units[k - 1][2] <= overlap:
+            back += units[k - 1][2]
+            k -= 1
+        i = k
+    return pieces

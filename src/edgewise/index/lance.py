@@ -1,0 +1,204 @@
+"""The index's store on LanceDB (``lancedb``, extra ``index``): embedded, on disk, or on object storage.
+
+Three tables in one LanceDB database: ``chunks`` (one row per chunk, with its vector), ``files``
+(each file's path and content hash) and ``settings`` (one JSON row). Dense search is exact cosine
+kNN up to :data:`ANN_ROWS` chunks and an IVF-HNSW index beyond; full-text search is LanceDB's BM25
+index on ``text`` (rows added after the index was built are searched too, unindexed, until the
+next :meth:`LanceStore.finish`). The location is a folder, or any URI LanceDB opens: ``s3://``,
+``gs://``, ``az://`` object storage (for data that outgrows one disk; credentials and endpoint from
+the usual environment variables) or ``db://`` LanceDB Cloud/Enterprise (``LANCEDB_API_KEY``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError, missing_extra
+from .store import DIM, FORMAT, Row, Settings, check_settings
+
+CHUNKS, FILES, SETTINGS = "chunks", "files", "settings"
+ANN_ROWS = 200_000  # up to here exact search costs a few ms a query and loses nothing; beyond, an ANN index
+_FIELDS = ("id", "source", "title", "start", "end", "page", "text", "tokens", "sha256")
+
+
+def _lancedb() -> Any:
+    try:
+        import lancedb
+    except ImportError:
+        raise missing_extra("edgewise index", "lancedb", "index") from None
+    return lancedb
+
+
+def _quote(value: str) -> str:
+    """A SQL string literal for a LanceDB filter."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _storage_options(location: str) -> dict[str, str] | None:
+    """Object-storage settings from the environment (an S3-compatible endpoint such as MinIO)."""
+    if not location.startswith("s3://"):
+        return None
+    opts = {k: os.environ[e] for k, e in (("endpoint", "AWS_ENDPOINT_URL"), ("region", "AWS_REGION"),
+                                          ("aws_access_key_id", "AWS_ACCESS_KEY_ID"),
+                                          ("aws_secret_access_key", "AWS_SECRET_ACCESS_KEY")) if os.environ.get(e)}
+    if opts.get("endpoint", "").startswith("http://"):
+        opts["allow_http"] = "true"
+    return opts or None
+
+
+def is_url(location: str | Path) -> bool:
+    return isinstance(location, str) and "://" in location
+
+
+class LanceStore:
+    """A :class:`~edgewise.index.store.Store` on LanceDB."""
+
+    def __init__(self, location: str, db: Any, settings: Settings) -> None:
+        self.location, self._db, self.settings = location, db, settings
+        self._chunks = db.open_table(CHUNKS)
+        self._files = db.open_table(FILES)
+
+    @classmethod
+    def open(cls, location: str | Path, *, settings: Settings | None = None, create: bool = False,
+             rebuild: bool = False) -> LanceStore:
+        lancedb = _lancedb()
+        loc = str(location)
+        if not is_url(loc):
+            path = Path(loc)
+            if path.exists() and not path.is_dir():
+                raise InputError(f"store must be a folder or a URL, but {loc!r} is a file")
+            if not create and not (path / f"{SETTINGS}.lance").exists():
+                raise InputError(f"store {loc!r} holds no edgewise index; make one with: edgewise index PATH --store {loc}")
+        opts = _storage_options(loc)
+        db = lancedb.connect(loc, storage_options=opts) if opts else lancedb.connect(loc)
+        names = set(_table_names(db))
+        if rebuild:
+            for name in (CHUNKS, FILES, SETTINGS):
+                if name in names:
+                    db.drop_table(name)
+            names = set()
+        if SETTINGS not in names:
+            if not create:
+                raise InputError(f"store {loc!r} holds no edgewise index; make one with: edgewise index PATH --store {loc}")
+            if names & {CHUNKS, FILES}:
+                raise ConfigError(f"store {loc!r} holds tables but no edgewise settings; index into an empty folder")
+            if settings is None:
+                raise ConfigError("a new store needs its settings")
+            _create(db, settings)
+            return cls(loc, db, settings)
+        found = _read_settings(db, loc)
+        check_settings(loc, found, settings)
+        return cls(loc, db, found)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def sources(self) -> dict[str, str]:
+        return {r["source"]: r["sha256"] for r in self._files.search().select(["source", "sha256"]).limit(None).to_list()}
+
+    def replace_source(self, source: str, sha256: str, rows: Sequence[Row]) -> None:
+        self._chunks.delete(f"source = {_quote(source)}")
+        if rows:
+            self._chunks.add(_arrow(rows))
+        self._files.delete(f"source = {_quote(source)}")
+        self._files.add([{"source": source, "sha256": sha256, "chunks": len(rows)}])
+
+    def delete_sources(self, sources: Sequence[str]) -> None:
+        for s in sources:
+            self._chunks.delete(f"source = {_quote(s)}")
+            self._files.delete(f"source = {_quote(s)}")
+
+    def finish(self) -> None:
+        """After a batch of writes: rebuild the full-text index (and the ANN index past ANN_ROWS),
+        and compact the tables' fragments."""
+        from lancedb.index import FTS
+
+        n = self._chunks.count_rows()
+        if n:
+            self._chunks.create_index("text", config=FTS(), replace=True)
+        if n > ANN_ROWS:
+            from lancedb.index import IvfHnswSq
+
+            self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"), replace=True)
+        for table in (self._chunks, self._files):
+            try:
+                table.optimize()
+            except (AttributeError, NotImplementedError):  # remote tables optimise themselves
+                pass
+
+    def count(self) -> int:
+        return self._chunks.count_rows()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def dense(self, vector: Any, k: int) -> list[str]:
+        q = self._chunks.search(list(map(float, vector)), vector_column_name="vector").distance_type("cosine")
+        return [r["id"] for r in q.limit(k).select(["id"]).to_list()]
+
+    def lexical(self, query: str, k: int) -> list[str]:
+        from lancedb.query import MatchQuery
+
+        if not query.strip() or not self._chunks.count_rows():
+            return []
+        q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
+        return [r["id"] for r in q.limit(k).select(["id"]).to_list()]
+
+    def get(self, ids: Sequence[str]) -> list[Row]:
+        if not ids:
+            return []
+        where = f"id IN ({', '.join(_quote(i) for i in ids)})"
+        found = self._chunks.search().where(where).select(list(_FIELDS)).limit(len(ids)).to_list()
+        return [Row(**{f: r[f] for f in _FIELDS}) for r in found]
+
+
+def _table_names(db: Any) -> list[str]:
+    listed = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
+    names = getattr(listed, "tables", listed)
+    return list(names)
+
+
+def _chunk_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("id", pa.string()), ("source", pa.string()), ("title", pa.string()), ("start", pa.int64()),
+                      ("end", pa.int64()), ("page", pa.int32()), ("text", pa.string()), ("tokens", pa.int32()),
+                      ("sha256", pa.string()), ("vector", pa.list_(pa.float32(), DIM))])
+
+
+def _create(db: Any, settings: Settings) -> None:
+    import pyarrow as pa
+
+    files = pa.schema([("source", pa.string()), ("sha256", pa.string()), ("chunks", pa.int32())])
+    db.create_table(CHUNKS, schema=_chunk_schema())
+    db.create_table(FILES, schema=files)
+    # written last: a store without its settings row is not an index (an interrupted first run is redone)
+    db.create_table(SETTINGS, data=[{"json": json.dumps(settings.to_dict())}])
+
+
+def _read_settings(db: Any, loc: str) -> Settings:
+    try:
+        rows = db.open_table(SETTINGS).search().limit(2).to_list()
+        data = json.loads(rows[0]["json"])
+        return Settings.from_dict(data)
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"store {loc!r} has unreadable settings ({type(exc).__name__}: {exc}); "
+                          "re-index it with --rebuild") from None
+
+
+def _arrow(rows: Sequence[Row]) -> Any:
+    """Rows as one Arrow table (vectors as one float32 block, not a Python float per element)."""
+    import numpy as np
+    import pyarrow as pa
+
+    vectors = np.asarray([r.vector for r in rows], dtype=np.float32)
+    if vectors.shape != (len(rows), DIM):
+        raise InputError(f"vectors must be {DIM}-dimensional, but got shape {vectors.shape}")
+    columns = [pa.array([getattr(r, f) for r in rows]) for f in _FIELDS]
+    columns.append(pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM))
+    return pa.Table.from_arrays(columns, schema=_chunk_schema())
+
+
+__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "is_url"]
