@@ -136,7 +136,7 @@ class LanceStore:
 
     def dense(self, vector: Any, k: int) -> list[str]:
         q = self._chunks.search(list(map(float, vector)), vector_column_name="vector").distance_type("cosine")
-        return [r["id"] for r in q.limit(k).select(["id"]).to_list()]
+        return [r["id"] for r in q.limit(k).select(["id", "_distance"]).to_list()]
 
     def lexical(self, query: str, k: int) -> list[str]:
         from lancedb.query import MatchQuery
@@ -144,7 +144,7 @@ class LanceStore:
         if not query.strip() or not self._chunks.count_rows():
             return []
         q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
-        return [r["id"] for r in q.limit(k).select(["id"]).to_list()]
+        return [r["id"] for r in q.limit(k).select(["id", "_score"]).to_list()]
 
     def get(self, ids: Sequence[str]) -> list[Row]:
         if not ids:
