@@ -361,14 +361,14 @@ def worker(store: str, size: int, cache: Path, seconds: float, index_seconds: fl
             if time.perf_counter() - w0 > index_seconds and s + BATCH < size:
                 done = s + BATCH
                 return {"store": store, "size": size, "capped": f"{done} chunks added in {time.perf_counter() - w0:.0f} s "
-                        f"(cap {index_seconds:.0f} s), {done / (cpu() - c0):.0f} chunks/CPU-s; not queried",
-                        "chunks_per_s": done / (time.perf_counter() - w0)}
+                        f"(cap {index_seconds:.0f} s); not queried", "chunks_per_s": done / (time.perf_counter() - w0),
+                        "chunks_per_cpu_s": done / (cpu() - c0)}
         w1, c1 = time.perf_counter(), cpu()
         db.build()
         w2, c2 = time.perf_counter(), cpu()
         db.close()
         out = {"store": store, "size": size, "add_s": w1 - w0, "build_s": w2 - w1, "add_cpu_s": c1 - c0,
-               "build_cpu_s": c2 - c1,
+               "build_cpu_s": c2 - c1, "chunks_per_cpu_s": size / (c2 - c0),
                "chunks_per_s": size / (w2 - w0), "disk_mb": du(folder) / 1e6}
         o0 = time.perf_counter()
         db = backend(folder, create=False)
@@ -405,27 +405,64 @@ def worker(store: str, size: int, cache: Path, seconds: float, index_seconds: fl
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def import_ms(module: str, runs: int) -> float:
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # use the installed .pyc files
+
+
+def import_ms(module: str, runs: int, python: str = sys.executable) -> float:
+    """Median wall time of ``import module`` in ``runs`` fresh interpreters."""
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    return 1000 * statistics.median(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                                         check=True).stdout) for _ in range(runs))
+    return 1000 * statistics.median(float(subprocess.run([python, "-c", code], capture_output=True, text=True,
+                                                         check=True, env=ENV).stdout) for _ in range(runs))
 
 
-def install_mb(requirements: list[str], base: list[str], folder: Path) -> dict:
-    """Site-packages growth when ``requirements`` go into a fresh venv, alone and over ``base``."""
+def install_mb(requirements: list[str], base: Path, folder: Path, module: str) -> dict:
+    """Site-packages growth when ``requirements`` go into a fresh venv, and into a copy of ``base``
+    (where the import time is measured too: what a user of the extra gets)."""
     out = {}
-    for label, first in (("alone", []), ("over_edgewise_models", base)):
+    for label, src in (("alone", None), ("over_edgewise_models", base)):
         env = folder / label
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        if src is None:
+            subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        else:
+            shutil.copytree(src, env, symlinks=True)
         site = next(env.glob("lib/python*/site-packages"))
-        pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        if first:
-            subprocess.run(pip + first, check=True)
         before = du(site)
-        subprocess.run(pip + requirements, check=True)
+        subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *requirements], check=True, env=ENV)
         out[label] = (du(site) - before) / 1e6
+        if src is not None:
+            out["import_ms_fresh_venv"] = import_ms(module, 5, str(env / "bin" / "python"))
         shutil.rmtree(env)
     return out
+
+
+def offline(store: str, args) -> str:
+    """Run the whole worker (index, reopen, query, delete, upsert) at the first size in a network
+    namespace with no interface but loopback (``unshare -n``), tracing every ``connect()``; list
+    the non-local connections tried and the files that appeared under ``~/.cache``."""
+    if not (shutil.which("unshare") and shutil.which("strace")):
+        return "not checked: needs unshare and strace"
+    home_cache = Path.home() / ".cache"
+    before = {p for p in home_cache.rglob("*")} if home_cache.is_dir() else set()
+    with tempfile.NamedTemporaryFile(suffix=".strace") as trace:
+        cmd = ["unshare", "-n", "strace", "-f", "-qq", "-e", "trace=connect", "-o", trace.name, sys.executable,
+               str(HERE), "--worker", store, str(args.offline_size), "--cache", args.cache, "--query-seconds", "5",
+               "--index-seconds", str(args.index_seconds)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        calls = Path(trace.name).read_text().splitlines()
+    net = sorted({re.sub(r"^\d+\s+", "", c)[:120] for c in calls if "AF_INET" in c and "127.0.0.1" not in c})
+    after = {p for p in home_cache.rglob("*")} if home_cache.is_dir() else set()
+    status = "ran" if done.returncode == 0 else "FAILED: " + " ".join(done.stderr.strip().splitlines()[-1:])
+    return f"{status}; network connects tried: {net or 'none'}; new files in ~/.cache: {len(after - before)}"
+
+
+def base_venv(folder: Path) -> Path:
+    """A fresh venv holding what ``pip install 'edgewise[models]'`` brings (the extra `index` builds on)."""
+    env = folder / "base"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    *EDGEWISE_MODELS], check=True, env=ENV)
+    return env
 
 
 def main() -> None:
@@ -435,10 +472,12 @@ def main() -> None:
     parser.add_argument("--stores", default=",".join(BACKENDS))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--query-seconds", type=float, default=60.0, help="cap on each store's timed queries")
-    parser.add_argument("--index-seconds", type=float, default=600.0, help="cap on each store's indexing")
+    parser.add_argument("--index-seconds", type=float, default=240.0, help="cap on each store's indexing")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "edgewise-stores-cache"))
     parser.add_argument("--out", default=str(ROOT / "docs" / "bench" / "stores.json"))
     parser.add_argument("--no-install-size", action="store_true", help="skip the fresh-venv install sizes")
+    parser.add_argument("--no-offline", action="store_true", help="skip the network-less run")
+    parser.add_argument("--offline-size", type=int, default=2000, help="chunks in the network-less run")
     parser.add_argument("--worker", nargs=2, metavar=("STORE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -455,14 +494,18 @@ def main() -> None:
 
     meta["versions"] = {p: version(p) for p in ("lancedb", "pylance", "pyarrow", "chromadb", "qdrant-client")}
     rows, measured = [], {}
+    tmp = tempfile.TemporaryDirectory()
+    base = None if args.no_install_size else base_venv(Path(tmp.name))
     for store in stores:
         module = PACKAGES[store]["module"]
         if module not in measured:  # the LanceDB variants share one package
             measured[module] = {"import_ms": import_ms(module, 5)}
-            if not args.no_install_size:
-                with tempfile.TemporaryDirectory() as tmp:
-                    measured[module]["install_mb"] = install_mb(PACKAGES[store]["pip"], EDGEWISE_MODELS, Path(tmp))
+            if base is not None:
+                measured[module]["install_mb"] = install_mb(PACKAGES[store]["pip"], base, Path(tmp.name), module)
         info = dict(measured[module], store=store)
+        if not args.no_offline:
+            info["offline"] = offline(store, args)
+            print(f"{store} offline: {info['offline']}", flush=True)
         runs = []
         for size in args.sizes:
             cmd = [sys.executable, str(HERE), "--worker", store, str(size), "--cache", args.cache,
@@ -474,29 +517,31 @@ def main() -> None:
                 runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(json.dumps(runs[-1]), f"(load {load()})", flush=True)
         rows.append(dict(info, runs=runs))
+    tmp.cleanup()
     meta["load_end"] = load()
     Path(args.out).write_text(json.dumps({"meta": meta, "stores": rows}, indent=1) + "\n")
     print("\n" + report(rows, args.sizes) + f"\n\nversions {meta['versions']}; load average at end {meta['load_end']}")
 
 
 def report(rows: list[dict], sizes: list[int]) -> str:
-    head = ["store", "install MB (alone / over edgewise[models])", "import ms"]
+    head = ["store", "install MB (alone / over edgewise[models])", "import s"]
     for n in sizes:
-        head += [f"{n // 1000}k index chunks/s", f"{n // 1000}k open s", f"{n // 1000}k hybrid p50 / p95 ms (n)"]
+        head += [f"{n // 1000}k index chunks/s (/CPU-s)", f"{n // 1000}k open s", f"{n // 1000}k hybrid p50 / p95 ms (n)"]
     head += [f"dense recall@20 ({sizes[0] // 1000}k)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
         inst = r.get("install_mb")
         cells = [r["store"], f"{inst['alone']:.0f} / {inst['over_edgewise_models']:.0f}" if inst else "-",
-                 f"{r['import_ms']:.0f}"]
+                 f"{(inst or {}).get('import_ms_fresh_venv', r['import_ms']) / 1000:.1f}"]
         for run in r["runs"]:
-            if "error" in run:
-                cells += ["error: " + " ".join(run["error"]), "", ""]
+            if "error" in run or "capped" in run:
+                cells += [f"{run['chunks_per_s']:.0f} ({run['chunks_per_cpu_s']:.0f}), capped" if "capped" in run
+                          else "error", "-", "-"]
                 continue
-            cells += [f"{run['chunks_per_s']:.0f}", f"{run['open_s']:.2f}",
+            cells += [f"{run['chunks_per_s']:.0f} ({run['chunks_per_cpu_s']:.0f})", f"{run['open_s']:.2f}",
                       f"{run['p50_ms']:.1f} / {run['p95_ms']:.1f} ({run['queries']})"]
         first = r["runs"][0]
-        cells.append(f"{first['dense_recall@20']:.3f}" if "error" not in first else "-")
+        cells.append(f"{first['dense_recall@20']:.3f}" if "dense_recall@20" in first else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

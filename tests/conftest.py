@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 NEEDED = ("nq-open-oracle-dev.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz")
 os.environ["EDGEWISE_DATA"] = str(DATA)
+# Haystack would report every Pipeline.run to its telemetry service: tests reach only loopback
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 # not test modules: the plugin packages a test installs into a venv, and the data
 collect_ignore = ["plugin_pkg", "data"]
 

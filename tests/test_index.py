@@ -86,11 +86,11 @@ def test_reindexing_is_incremental(docs, tmp_path):
     speech.write_text(speech.read_text() + "\nA line added later, about the harbour lighthouse.\n")
     (docs / "bill-of-rights.md").unlink()
     third = index_paths([docs], store)
-    assert third.updated == [str(speech.resolve())]
-    assert third.removed == [str((docs / "bill-of-rights.md").resolve())]
+    assert third.updated == [str(speech)]
+    assert third.removed == [str(docs / "bill-of-rights.md")]
     db = open_store(store)
     assert not any("bill-of-rights" in s for s in db.sources())
-    assert [h.row.source for h in retrieve(db, "harbour lighthouse", top_n=1, mode="bm25")] == [str(speech.resolve())]
+    assert [h.row.source for h in retrieve(db, "harbour lighthouse", top_n=1, mode="bm25")] == [str(speech)]
     assert all("Amendment" not in h.row.text for h in retrieve(db, "Amendment", top_n=20, mode="bm25"))
 
 
@@ -103,8 +103,8 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(docs, tmp_path):
     lines = [line for line in r.stderr.splitlines() if line.startswith("edgewise:")]
     assert lines == [
         f"edgewise: skipped {docs / 'empty'}: no .htm/.html/.markdown/.md/.pdf/.txt files in this folder",
-        f"edgewise: skipped {(docs / 'photo.txt').resolve()}: a text file must not hold NUL bytes; this looks like a binary file",
-        f"edgewise: skipped {(docs / 'scan.pdf').resolve()}: not a readable PDF (PdfStreamError: Stream has ended unexpectedly)",
+        f"edgewise: skipped {docs / 'photo.txt'}: a text file must not hold NUL bytes; this looks like a binary file",
+        f"edgewise: skipped {docs / 'scan.pdf'}: not a readable PDF (PdfStreamError: Stream has ended unexpectedly)",
     ]
     assert sorted(Path(s).name for s in open_store(tmp_path / "s").sources()) == sorted(p.name for p in DOCS.iterdir())
 

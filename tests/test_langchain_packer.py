@@ -132,6 +132,18 @@ def test_packer_dispatches_its_debug_info_as_a_custom_event():
     assert events.custom == [("edgewise", value.messages[-1].response_metadata["edgewise"])]
 
 
+def test_packer_composes_with_a_chat_model_which_receives_the_packed_messages():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    packer = EdgewisePacker(tokenizer="words", layout="layered", system="Be brief.")
+    chain = packer | GenericFakeChatModel(messages=iter([AIMessage(content="Paris.")]))
+    events = Events()
+    reply = chain.invoke({"question": "Capital of France?", "documents": docs()}, {"callbacks": [events]})
+    expected = packer.invoke({"question": "Capital of France?", "documents": docs()}).messages
+    assert (reply.content, events.chat_inputs) == ("Paris.", [expected])
+
+
 def test_packer_with_no_documents_packs_the_question_alone():
     value = EdgewisePacker(tokenizer="words", layout="paper").invoke({"question": "Who?", "documents": []})
     assert [m.content for m in value.messages] == ["Write a high-quality answer for the given question.\n\nQuestion: Who?\nAnswer:"]
@@ -282,7 +294,10 @@ def test_seed_001_pipeline_chroma_compressor_packer_chat_openai(chroma_store, ll
     retriever = ContextualCompressionRetriever(
         base_compressor=EdgewiseCompressor(scorer="hybrid", top_k=5, prune=0.3, tokenizer=gemma, budget=BUDGET, layout="paper"),
         base_retriever=store.as_retriever(search_kwargs={"k": 10}))
-    llm = ChatOpenAI(base_url=llama_url, model="gemma-3-270m", api_key="x", max_tokens=16, temperature=0)
+    # langchain-openai sends max_tokens as "max_completion_tokens", which llama.cpp's server ignores (it
+    # then generates up to n_ctx): the cap goes in the request body under the name the server reads too
+    llm = ChatOpenAI(base_url=llama_url, model="gemma-3-270m", api_key="x", max_tokens=16, temperature=0,
+                     extra_body={"max_tokens": 16})
     chain = {"question": RunnablePassthrough(), "documents": retriever} | EdgewisePacker(tokenizer=gemma, budget=BUDGET, layout="paper") | llm
     question = nq_rows[3]["question"]
 
@@ -291,6 +306,7 @@ def test_seed_001_pipeline_chroma_compressor_packer_chat_openai(chroma_store, ll
         events = Events()
         reply = run({"callbacks": [events]})
         assert isinstance(reply, AIMessage) and isinstance(reply.content, str) and reply.content.strip()
+        assert 1 <= reply.usage_metadata["output_tokens"] <= 16
 
         (outer_id, _, kept), = [r for r in events.retrieved if r[1] not in {x[0] for x in events.retrieved}]
         (_, _, retrieved), = [r for r in events.retrieved if r[1] == outer_id]

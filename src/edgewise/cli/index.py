@@ -23,7 +23,8 @@ def cmd_index(a: argparse.Namespace) -> None:
     from ..index.build import index_paths
 
     report = index_paths(a.paths, a.store, tokenizer=a.tokenizer, chunk_tokens=a.chunk_tokens,
-                         overlap_tokens=a.overlap_tokens, rebuild=a.rebuild, progress=not a.quiet)
+                         overlap_tokens=a.overlap_tokens, rebuild=a.rebuild,
+                         progress=not a.quiet and sys.stderr.isatty())
     for path, reason in report.failed:
         print(f"edgewise: skipped {path}: {reason}", file=sys.stderr)
     if a.format == "json":
@@ -43,8 +44,8 @@ def _pack_options(a: argparse.Namespace) -> Any:
 
 
 def cmd_retrieve(a: argparse.Namespace) -> None:
+    from ..index.lance import open_store
     from ..index.search import pack_hits, retrieve
-    from ..index.store import open_store
     from ..packer import Packer
     from .pack import _emit, table
 
@@ -59,7 +60,7 @@ def cmd_retrieve(a: argparse.Namespace) -> None:
 def cmd_ask(a: argparse.Namespace) -> None:
     from ..eval.backends import get_backend
     from ..index.answer import ask
-    from ..index.store import open_store
+    from ..index.lance import open_store
     from .pack import table
 
     question = text_arg(a.question, "question") or ""
@@ -78,10 +79,18 @@ def cmd_ask(a: argparse.Namespace) -> None:
              "Sources (in the prompt; the answer cites none):"]
     for s in answer.sources():
         where = f", page {s['page']}" if "page" in s else ""
-        lines.append(f"  [{s['id']}] {s['title']}: {s['source']}{where}, characters {s['start']}-{s['end']}")
+        lines.append(f"  [{s['id']}] {s['title']}: {_shown(s['source'])}{where}, characters {s['start']}-{s['end']}")
     if a.debug:
         lines += ["", "Where every retrieved chunk went:", table(answer.packed)]
     write_out("\n".join(lines))
+
+
+def _shown(source: str) -> str:
+    """A source path as the user typed it: relative to the working folder when it is under it."""
+    import os
+
+    rel = os.path.relpath(source)
+    return source if rel.startswith("..") else rel
 
 
 def _ask_options(a: argparse.Namespace) -> Any:

@@ -14,6 +14,8 @@ OpenAI-compatible endpoint (llama.cpp server, Ollama, vLLM, OpenAI), completions
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -164,8 +166,14 @@ class LocalBackend:
         self.prefix_cache = bool(prefix_cache)
         self._lock = threading.Lock()
         threads = n_threads or os.cpu_count() or 1  # llama.cpp's default is half the cores
-        self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                                    seed=seed, verbose=False)
+        log = io.StringIO()  # llama.cpp logs a context notice even with verbose=False: shown only on failure
+        try:
+            with contextlib.redirect_stderr(log):
+                self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
+                                            n_threads_batch=threads, seed=seed, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            said = " ".join(log.getvalue().split())[-300:]
+            raise BackendError(f"local model {str(path)!r} could not be loaded: {exc}" + (f" ({said})" if said else "")) from None
 
     def describe(self) -> dict[str, Any]:
         out = {"backend": "local", "model": self.model, "temperature": 0.0, "n_ctx": self.n_ctx, "seed": self.seed}

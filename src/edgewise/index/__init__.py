@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from .answer import Answer, ask, budget_for
 from .build import Report, index_paths
+from .lance import open_store
 from .search import Hit, retrieve
-from .store import Row, Settings, Store, open_store
+from .store import Row, Settings, Store
 
 __all__ = ["Answer", "Hit", "Report", "Row", "Settings", "Store", "ask", "budget_for", "index_paths", "open_store",
            "retrieve"]

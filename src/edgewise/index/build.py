@@ -2,7 +2,8 @@
 
 Each file is keyed by its resolved path and hashed (SHA-256 of its bytes): a file whose hash the
 store already holds is skipped, a changed file's chunks are replaced, and the chunks of a file that
-is gone from a folder being indexed are removed. A file that cannot be read is reported (one line,
+is gone from a folder being indexed are removed. Files are known by their absolute path (symlinks
+kept, as the user sees them). A file that cannot be read is reported (one line,
 the file and the reason) and every other file is still indexed.
 """
 
@@ -19,8 +20,9 @@ from typing import Any
 from ..errors import InputError
 from ..tokens import get_tokenizer
 from .chunking import check_sizes, split_text
+from .lance import open_store
 from .readers import SUFFIXES, kind_of, read_document
-from .store import FORMAT, Row, Settings, Store, open_store
+from .store import FORMAT, Row, Settings, Store
 
 EMBED_BATCH = 64
 
@@ -57,19 +59,24 @@ def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], lis
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            roots.append(p.resolve())
+            roots.append(_absolute(p))
             found = sorted(f for f in _walk(p) if kind_of(f))
             if not found:
                 bad.append((str(p), f"no {'/'.join(sorted(set(SUFFIXES)))} files in this folder"))
-            files.extend(f.resolve() for f in found)
+            files.extend(_absolute(f) for f in found)
         elif p.is_file():
             if kind_of(p) is None:
                 bad.append((str(p), f"unsupported file type {p.suffix or '(none)'!r}"))
             else:
-                files.append(p.resolve())
+                files.append(_absolute(p))
         else:
             bad.append((str(p), "no such file or folder"))
     return list(dict.fromkeys(files)), roots, bad
+
+
+def _absolute(path: Path) -> Path:
+    """The path a file is known by: absolute and normalised, symlinks kept (as the user sees it)."""
+    return Path(os.path.abspath(path))
 
 
 def _walk(root: Path) -> Iterable[Path]:

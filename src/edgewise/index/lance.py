@@ -201,4 +201,13 @@ def _arrow(rows: Sequence[Row]) -> Any:
     return pa.Table.from_arrays(columns, schema=_chunk_schema())
 
 
-__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "is_url"]
+
+
+def open_store(location: str | Path, *, settings: Settings | None = None, create: bool = False,
+               rebuild: bool = False) -> LanceStore:
+    """Open the store at ``location`` (a folder, or a URL LanceDB opens); ``create`` makes a new one
+    with ``settings``. An existing store must have been written with ``settings`` (when given)."""
+    return LanceStore.open(location, settings=settings, create=create, rebuild=rebuild)
+
+
+__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "is_url", "open_store"]

@@ -4,7 +4,8 @@ A store holds one row per chunk (:class:`Row`: text, its file, title, offsets, p
 vector), a full-text index over the text, and the index's :class:`Settings` (format, tokenizer,
 chunk size, overlap, embedding model) with each file's content hash, so re-indexing is incremental
 and a store written by another format or with other settings is refused with a one-line error
-rather than read wrongly. The backend is chosen by measurement (BENCHMARKS.md, "Embedded stores").
+rather than read wrongly. The backend (:mod:`.lance`, whose ``open_store`` opens one) was chosen by measurement (BENCHMARKS.md,
+"Embedded stores").
 """
 
 from __future__ import annotations
@@ -93,15 +94,6 @@ class Store(Protocol):
     def finish(self) -> None:
         """After a batch of writes: bring the store's indexes up to date."""
         ...
-
-
-def open_store(location: str | Path, *, settings: Settings | None = None, create: bool = False,
-               rebuild: bool = False) -> Store:
-    """Open the store at ``location`` (a folder, or a server URL); ``create`` makes a new one with
-    ``settings``. An existing store must have been written with ``settings`` (when given)."""
-    from .lance import LanceStore
-
-    return LanceStore.open(location, settings=settings, create=create, rebuild=rebuild)
 
 
 def check_settings(location: str | Path, found: Settings, wanted: Settings | None) -> None:

@@ -8,7 +8,9 @@ It also returns ``debug_info`` (where every document went, :meth:`edgewise.Debug
 ``documents``: the documents in the prompt, in prompt order, with their ids, scores and metadata;
 a document whose text was pruned, summarised or cut comes back with the text as placed and
 ``meta["edgewise"]`` saying so. Every other document is in ``debug_info["dropped"]`` with its
-``input_index`` (its position in ``documents``) and the reason.
+``input_index`` (its position in ``documents``) and the reason. A document's ``meta["title"]`` (a
+string) is its title in the prompt; documents sharing an id are both packed (the debug info names
+them ``#`` and their position).
 
 It takes the options of :func:`edgewise.pack` (``budget``, ``tokenizer``, ``model``, ``order``,
 ``layout``, ``prune``, ``summaries``, ...), checked when it is built; ``warm_up()`` loads the
@@ -54,6 +56,7 @@ class EdgewisePromptBuilder:
         as keywords (they win); an unknown or invalid option raises edgewise's error here."""
         base = options if isinstance(options, PackOptions) else PackOptions.from_dict(options)
         self._packer = Packer(base, preload=False, **pack_options)
+        self._warm = False
         _check_names(self._packer)
 
     @property
@@ -62,7 +65,10 @@ class EdgewisePromptBuilder:
         return self._packer
 
     def warm_up(self) -> None:
-        """Load the tokenizer and any model the options use (a scorer, the pruning sentence scorer)."""
+        """Load the tokenizer and any model the options use (a scorer, the pruning sentence scorer);
+        a pipeline calls it before it runs, and only the first call does any work."""
+        if self._warm:
+            return
         self._packer.preload()
         opts = self._packer.options
         scorer = self._packer.scorer(opts)
@@ -72,6 +78,7 @@ class EdgewisePromptBuilder:
             from ..sentence_scores import score_sentences
 
             score_sentences("warm up", "Warm up.", scorer=opts.prune_scorer)
+        self._warm = True
 
     def to_dict(self) -> dict[str, Any]:
         """The component's type and the pack options that differ from the defaults (by name: an

@@ -6,7 +6,8 @@ order, with their ids, metadata and scores. A node whose text was pruned, summar
 back as a copy with the text as placed and ``metadata["edgewise"]`` saying so (kept out of what the
 LLM and the embedder see); the input nodes are never modified. The nodes left out are reported,
 with their reasons, in the ``edgewise`` log (INFO) and by :meth:`EdgewisePacker.pack_nodes`, which
-also returns the debug info.
+also returns the debug info. A node's ``metadata["title"]`` (a string) is its title in the prompt;
+nodes sharing an id are both packed.
 
 The budget counts the prompt edgewise would render with ``layout`` (the texts, without metadata);
 the query engine renders its own template around the node texts, so give a budget that leaves room
