@@ -25,6 +25,7 @@ from .readers import SUFFIXES, kind_of, read_document
 from .store import FORMAT, Row, Settings, Store
 
 EMBED_BATCH = 64
+WRITE_ROWS = 1024  # chunks embedded and written to the store at once
 
 
 @dataclass
@@ -127,6 +128,18 @@ def index_paths(
         report.removed.extend(gone)
     embed = embed or _default_embed()
     bar = _bar(len(todo), progress)
+    pending: list[tuple[str, str, list[Row]]] = []  # read and chunked, not yet embedded and written
+
+    def flush() -> None:
+        rows = [r for _, _, group in pending for r in group]
+        vectors: list[Any] = []
+        for i in range(0, len(rows), EMBED_BATCH):  # batches across files: small files fill them too
+            vectors.extend(embed([r.embed_text for r in rows[i:i + EMBED_BATCH]]))
+        it = iter(vectors)
+        db.replace_sources([(s, h, [r.with_vector(next(it)) for r in group]) for s, h, group in pending])
+        bar.update(len(pending))
+        pending.clear()
+
     try:
         for f, digest in todo:
             try:
@@ -135,13 +148,12 @@ def index_paths(
                 report.failed.append((str(f), str(exc).removeprefix(f"{f}: ")))
                 bar.update(1)
                 continue
-            vectors = []
-            for i in range(0, len(rows), EMBED_BATCH):
-                vectors.extend(embed([r.embed_text for r in rows[i:i + EMBED_BATCH]]))
-            db.replace_source(str(f), digest, [r.with_vector(v) for r, v in zip(rows, vectors)])
+            pending.append((str(f), digest, rows))
             (report.updated if str(f) in known else report.added).append(str(f))
             report.chunks += len(rows)
-            bar.update(1)
+            if sum(len(group) for _, _, group in pending) >= WRITE_ROWS:
+                flush()
+        flush()
     finally:
         bar.close()
     if report.chunks or report.removed:

@@ -99,17 +99,24 @@ class LanceStore:
     def sources(self) -> dict[str, str]:
         return {r["source"]: r["sha256"] for r in self._files.search().select(["source", "sha256"]).limit(None).to_list()}
 
-    def replace_source(self, source: str, sha256: str, rows: Sequence[Row]) -> None:
-        self._chunks.delete(f"source = {_quote(source)}")
+    def replace_sources(self, files: Sequence[tuple[str, str, Sequence[Row]]]) -> None:
+        """Make each ``(source, sha256, rows)``'s rows the chunks of its file, in one write per table
+        (a write per file would leave a fragment per file behind)."""
+        if not files:
+            return
+        # every file's old chunks go, known or not: a run stopped between the two tables' writes
+        # leaves chunks whose file row is missing, and they must not be doubled
+        self.delete_sources([s for s, _, _ in files])
+        rows = [r for _, _, group in files for r in group]
         if rows:
             self._chunks.add(_arrow(rows))
-        self._files.delete(f"source = {_quote(source)}")
-        self._files.add([{"source": source, "sha256": sha256, "chunks": len(rows)}])
+        self._files.add([{"source": s, "sha256": h, "chunks": len(group)} for s, h, group in files])
 
     def delete_sources(self, sources: Sequence[str]) -> None:
-        for s in sources:
-            self._chunks.delete(f"source = {_quote(s)}")
-            self._files.delete(f"source = {_quote(s)}")
+        for i in range(0, len(sources), 500):  # one filter per 500 paths keeps the SQL small
+            where = f"source IN ({', '.join(_quote(s) for s in sources[i:i + 500])})"
+            self._chunks.delete(where)
+            self._files.delete(where)
 
     def finish(self) -> None:
         """After a batch of writes: rebuild the full-text index (and the ANN index past ANN_ROWS),

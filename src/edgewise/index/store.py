@@ -73,8 +73,8 @@ class Store(Protocol):
         """Every indexed file's path and the SHA-256 of the bytes it was indexed from."""
         ...
 
-    def replace_source(self, source: str, sha256: str, rows: Sequence[Row]) -> None:
-        """Make ``rows`` the chunks of ``source`` (its old chunks removed)."""
+    def replace_sources(self, files: Sequence[tuple[str, str, Sequence[Row]]]) -> None:
+        """For each ``(source, sha256, rows)``: make ``rows`` the chunks of ``source`` (its old ones removed)."""
         ...
 
     def delete_sources(self, sources: Sequence[str]) -> None: ...
