@@ -55,7 +55,10 @@ def cmd_run(a: argparse.Namespace) -> None:
     else:
         backend = get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
                               concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
-    summary = run(task, conditions, backend, a.out, progress=False if a.quiet else None)
+    if a.ray_address is None and a.ray_task_cpus is not None:
+        raise InputError(f"--ray-task-cpus applies to a run on Ray: add --ray-address, or drop --ray-task-cpus {a.ray_task_cpus:g}")
+    summary = run(task, conditions, backend, a.out, progress=False if a.quiet else None,
+                  ray_address=a.ray_address, ray_task_cpus=a.ray_task_cpus)
     write_out(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
                       "done_now": summary.done, "seconds": round(summary.seconds, 1)}))
 
@@ -112,6 +115,10 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts (default 5)")
     r.add_argument("--backoff", type=float, help="openai: first retry wait in seconds, doubled each time (default 1)")
     r.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+    r.add_argument("--ray-address", metavar="ADDR",
+                   help="openai: send the requests from Ray tasks on this cluster (auto, HOST:PORT, ray://HOST:PORT, "
+                        "or local to start one); --concurrency requests at once; results are stored here")
+    r.add_argument("--ray-task-cpus", type=float, help="CPUs each Ray task asks for (default 0.25: it mostly waits)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("-o", "--out", required=True, help="run directory (created; an existing one is resumed)")
     r.set_defaults(func=cmd_run, on_interrupt="run the same command to resume")

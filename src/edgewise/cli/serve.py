@@ -42,11 +42,24 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
 
 
 def cmd_serve(a: argparse.Namespace) -> None:
+    from ..errors import InputError
+
+    ray_only = {"--replicas": a.replicas, "--min-replicas": a.min_replicas, "--max-replicas": a.max_replicas,
+                "--ray-address": a.ray_address}
+    if not a.ray and any(v is not None for v in ray_only.values()):
+        given = " ".join(f"{k} {v}" for k, v in ray_only.items() if v is not None)
+        raise InputError(f"{given} applies to a Ray Serve deployment: add --ray (without it, --workers sets the processes)")
     try:
         from ..serve.server import run
     except ImportError as exc:
         raise ImportError(f"edgewise serve needs FastAPI, uvicorn and prometheus-client ({exc.name} is missing): "
                           "pip install -e '.[serve]' (in an edgewise checkout)") from None
+    if a.ray:
+        from ..serve.ray_serve import run as run_on_ray
+
+        run_on_ray(config_from_args(a), address=a.ray_address, replicas=a.replicas, min_replicas=a.min_replicas,
+                   max_replicas=a.max_replicas)
+        return
     run(config_from_args(a), log_level=a.log_level)
 
 
@@ -84,6 +97,13 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=Path, metavar="FILE", help="your models (TOML or JSON): name, tokenizer, context window")
     p.add_argument("--history-share", type=float, default=d.history_share,
                    help=f"share of the budget older conversation turns may keep (default {d.history_share:g})")
+    ray = p.add_argument_group("Ray Serve (pip install 'edgewise[ray]')")
+    ray.add_argument("--ray", action="store_true", help="serve as a Ray Serve deployment (FastAPI ingress) instead of uvicorn")
+    ray.add_argument("--ray-address", metavar="ADDR",
+                     help="the Ray cluster (auto, HOST:PORT, ray://HOST:10001; default: start a local instance)")
+    ray.add_argument("--replicas", type=int, help="replicas, fixed (default 1)")
+    ray.add_argument("--min-replicas", type=int, help="autoscale: fewest replicas (default 1; needs --max-replicas)")
+    ray.add_argument("--max-replicas", type=int, help="autoscale: most replicas")
     p.set_defaults(func=cmd_serve)
 
 

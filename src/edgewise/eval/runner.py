@@ -183,7 +183,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out_dir: str, *,
-        progress: bool | None = None, stream: TextIO | None = None) -> Summary:
+        progress: bool | None = None, stream: TextIO | None = None, ray_address: str | None = None,
+        ray_task_cpus: float | None = None) -> Summary:
     """Ask ``backend`` every (example, position, condition) not yet in ``out_dir``'s store.
 
     The run directory is locked for the whole run (a second runner on it stops with
@@ -191,7 +192,14 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
     asks for), so a report can tell an incomplete grid. A backend error (after its retries) stops the
     run and is raised; Ctrl-C raises :class:`Interrupted`; in both cases what was answered is kept.
     ``progress``: a bar on ``stream`` (stderr), ``None`` only when it is a terminal.
+    ``ray_address``: build the prompts and ask the endpoint in Ray tasks on that cluster (``auto``,
+    ``HOST:PORT``, ``ray://HOST:PORT``, or ``local`` for a Ray instance started for the run), at most
+    ``backend.concurrency`` at once, each taking ``ray_task_cpus`` CPUs (see :mod:`edgewise.eval.ray_fanout`);
+    the answers come back to this process, the store's one writer.
     """
+    if ray_address is not None and backend.name == "local":
+        raise ConfigError("ray_address fans the requests out to an endpoint, which the local backend (a model in this "
+                          "process) is not; use the openai backend against a server, e.g. llama.cpp's or vLLM's")
     conds = [c if isinstance(c, Condition) else parse_condition(c) for c in conditions]
     if not conds:
         raise InputError("conditions must name at least one condition, e.g. baseline")
@@ -219,14 +227,43 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
         done = store.keys()
         cells = list(plan_cells(plan))
         jobs = [(key, examples[e], pos, by_name[c]) for key, e, pos, c in cells if key not in done]
-        return _ask(task, jobs, backend, metric, store, Summary(str(out_dir), len(cells), len(cells) - len(jobs), 0, 0.0),
-                    progress, stream)
+        summary = Summary(str(out_dir), len(cells), len(cells) - len(jobs), 0, 0.0)
+        if ray_address is None:
+            return _ask(task, jobs, backend, metric, store, summary, progress, stream)
+        from .ray_fanout import fan_out
+
+        def over_ray(write: Callable[[dict[str, Any]], None]) -> None:
+            fan_out(task, jobs, backend, _cell, write, address=ray_address, task_cpus=ray_task_cpus)
+
+        return _ask(task, jobs, backend, metric, store, summary, progress, stream, over_ray)
+
+
+def answer(task: Task, job: tuple[str, Example, int | None, Condition], backend: Backend,
+           metric: Callable[[str, Sequence[str]], float]) -> dict[str, Any]:
+    """The stored record of one cell ``(key, example, position, condition)``: build its prompt, ask, score."""
+    key, ex, pos, c = job
+    prompt = build_prompt(task, ex, pos, c)
+    out = backend.complete(prompt.text, max_tokens=task.max_tokens, stop=STOP)
+    return {
+        "key": key, "task": task.name, "example": ex.id, "condition": c.name, "position": pos,
+        "slot": None if pos is None else task.slot(ex, pos), "prompt_position": prompt.prompt_position, "n_docs": prompt.n_docs,
+        "model": backend.model, "backend": backend.name, "prediction": out.text, "answers": ex.answers,
+        "correct": metric(out.text, ex.answers), "prompt_tokens": out.prompt_tokens, "packed_tokens": prompt.packed_tokens,
+        "completion_tokens": out.completion_tokens, "seconds": round(out.seconds, 4), "attempts": out.attempts,
+        "meta": ex.meta, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _cell(task: Task, job: tuple[str, Example, int | None, Condition], backend: Backend) -> dict[str, Any]:
+    """:func:`answer` with the task's metric: what one Ray task runs."""
+    return answer(task, job, backend, get_metric(task.metric))
 
 
 def _ask(task: Task, jobs: list[tuple[str, Example, int | None, Condition]], backend: Backend,
          metric: Callable[[str, Sequence[str]], float], store: Store, summary: Summary, progress: bool | None,
-         stream: TextIO | None) -> Summary:
-    """Answer ``jobs`` (serially, or ``backend.concurrency`` at a time) into the store; fills ``summary``."""
+         stream: TextIO | None, elsewhere: Callable[[Callable[[dict[str, Any]], None]], None] | None = None) -> Summary:
+    """Answer ``jobs`` (serially, ``backend.concurrency`` at a time, or by ``elsewhere(write)``, which hands
+    every record it gets back to ``write``) into the store; fills ``summary``."""
     from tqdm import tqdm
 
     bar = tqdm(total=len(jobs), desc=f"{task.name} {backend.model}", unit="answer", file=stream or sys.stderr,
@@ -236,31 +273,24 @@ def _ask(task: Task, jobs: list[tuple[str, Example, int | None, Condition]], bac
     closed = threading.Event()  # set when the run ends: a late answer from a worker is not stored
     score = [0.0]
 
-    def one(job: tuple[str, Example, int | None, Condition]) -> None:
-        key, ex, pos, c = job
-        prompt = build_prompt(task, ex, pos, c)
-        out = backend.complete(prompt.text, max_tokens=task.max_tokens, stop=STOP)
-        correct = metric(out.text, ex.answers)
-        record = {
-            "key": key, "task": task.name, "example": ex.id, "condition": c.name, "position": pos,
-            "slot": None if pos is None else task.slot(ex, pos), "prompt_position": prompt.prompt_position, "n_docs": prompt.n_docs,
-            "model": backend.model, "backend": backend.name, "prediction": out.text, "answers": ex.answers,
-            "correct": correct, "prompt_tokens": out.prompt_tokens, "packed_tokens": prompt.packed_tokens,
-            "completion_tokens": out.completion_tokens, "seconds": round(out.seconds, 4), "attempts": out.attempts,
-            "meta": ex.meta, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+    def write(record: dict[str, Any]) -> None:  # the store's one writer
         with lock:
             if closed.is_set():
                 return
             store.append(record)
             summary.done += 1
-            score[0] += correct
+            score[0] += record["correct"]
             bar.set_postfix_str(f"accuracy {score[0] / summary.done:.2f}", refresh=False)
             bar.update(1)
 
+    def one(job: tuple[str, Example, int | None, Condition]) -> None:
+        write(answer(task, job, backend, metric))
+
     try:
         workers = max(1, int(getattr(backend, "concurrency", 1)))
-        if workers == 1:
+        if elsewhere is not None:
+            elsewhere(write)
+        elif workers == 1:
             for job in jobs:
                 one(job)
         else:

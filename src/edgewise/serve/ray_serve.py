@@ -1,0 +1,140 @@
+"""``edgewise serve --ray``: the HTTP service as a Ray Serve deployment (a FastAPI ingress).
+
+Every replica runs the app :func:`edgewise.serve.app.create_app` builds, with its lifespan (so
+``--preload`` models load in each replica, once) and every route, limit and error of
+``edgewise serve``; Ray Serve's proxy listens on ``--host``/``--port`` and spreads the requests
+over the replicas. ``replicas=N`` keeps N of them; ``min_replicas``/``max_replicas`` let Ray Serve
+autoscale between the bounds on the requests in flight. The app is built on each replica from a
+builder function (``serve.ingress(build)``): the app holds a packer with its locks and caches,
+which are made where they are used rather than pickled.
+
+The settings reach the replicas as :meth:`ServeConfig.to_env` JSON, without the API key; the key
+goes in the replicas' environment (a Ray ``runtime_env`` variable of the same name), so a
+replica's :class:`ServeConfig` is the driver's.
+
+>>> scaling(None, None, None)
+{'num_replicas': 1}
+>>> scaling(None, 1, 4)
+{'autoscaling_config': {'min_replicas': 1, 'max_replicas': 4}}
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from ..checks import check_int
+from ..errors import ConfigError
+from .config import ENV_VAR, ServeConfig
+
+APP_NAME = "edgewise"
+
+
+def scaling(replicas: int | None, min_replicas: int | None, max_replicas: int | None) -> dict[str, Any]:
+    """The deployment options for a fixed count (``replicas``, default 1) or autoscaling bounds."""
+    if replicas is not None and (min_replicas is not None or max_replicas is not None):
+        raise ConfigError(f"--replicas {replicas} fixes the count and --min-replicas/--max-replicas autoscale "
+                          "between bounds: give one or the other")
+    if min_replicas is None and max_replicas is None:
+        check_int("replicas", 1 if replicas is None else replicas, minimum=1, error=ConfigError)
+        return {"num_replicas": 1 if replicas is None else replicas}
+    if max_replicas is None:
+        raise ConfigError(f"--min-replicas {min_replicas} needs --max-replicas, the most replicas Ray Serve may start")
+    low = 1 if min_replicas is None else min_replicas
+    check_int("min_replicas", low, minimum=0, error=ConfigError)
+    check_int("max_replicas", max_replicas, minimum=1, error=ConfigError)
+    if low > max_replicas:
+        raise ConfigError(f"min_replicas must be <= max_replicas, but got {low} > {max_replicas}")
+    return {"autoscaling_config": {"min_replicas": low, "max_replicas": max_replicas}}
+
+
+def application(config: ServeConfig, *, replicas: int | None = None, min_replicas: int | None = None,
+                max_replicas: int | None = None) -> Any:
+    """The bound Ray Serve application (``serve.run`` it): ``create_app(config)`` on every replica.
+
+    Each replica reserves one CPU and takes at most ``config.threads`` requests at once (its thread
+    pool); more wait in Ray Serve's queue for a free replica.
+    """
+    options = scaling(replicas, min_replicas, max_replicas)
+    if config.workers != 1:
+        raise ConfigError(f"--workers starts uvicorn processes, which Ray Serve does not use, but got {config.workers}; "
+                          "use --replicas (or --min-replicas/--max-replicas)")
+    try:
+        from ray import serve
+    except ImportError:
+        raise ImportError("edgewise serve --ray needs Ray Serve: pip install 'edgewise[ray]'") from None
+    settings = config.to_env()
+
+    def build() -> Any:  # runs on the replica
+        from .app import create_app
+
+        return create_app(ServeConfig.from_env({**os.environ, ENV_VAR: settings}))
+
+    actor: dict[str, Any] = {"num_cpus": 1}
+    if config.api_key:
+        actor["runtime_env"] = {"env_vars": {config.api_key_env: config.api_key}}
+
+    class Edgewise:
+        """The edgewise service: every route is the FastAPI app's."""
+
+    ingress = serve.ingress(build)(Edgewise)
+    deployment = serve.deployment(name=APP_NAME, max_ongoing_requests=config.threads, ray_actor_options=actor,
+                                  **options)(ingress)
+    return deployment.bind()
+
+
+def connect(address: str | None) -> bool:
+    """Connect to Ray at ``address`` (``None``: start a local instance); ``True`` if this call started the
+    connection (the caller shuts it down), ``False`` when the process was already connected."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    try:
+        if address is None or address == "local":
+            ray.init(address="local", include_dashboard=False)
+        else:
+            ray.init(address=address)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ConfigError(f"could not connect to Ray at {address!r}: {exc}; give 'auto' (a cluster started "
+                          "on this machine with `ray start --head`), HOST:PORT or ray://HOST:10001") from None
+    return True
+
+
+def run(config: ServeConfig, *, address: str | None = None, replicas: int | None = None,
+        min_replicas: int | None = None, max_replicas: int | None = None, stop: threading.Event | None = None) -> None:
+    """Deploy on Ray (``address``; ``None``: a local instance started here) and serve until Ctrl-C, SIGTERM
+    or ``stop`` is set; then delete the application, or shut down Serve and Ray if this call started them."""
+    app = application(config, replicas=replicas, min_replicas=min_replicas, max_replicas=max_replicas)
+    from ray import serve
+
+    started = connect(address)
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        # after ray.init, whose native handler would end the process on SIGTERM before it cleans up
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    deployed = False
+    try:
+        serve.start(http_options={"host": config.host, "port": config.port})
+        serve.run(app, name=APP_NAME, route_prefix="/", blocking=False)  # returns once the replicas are up
+        deployed = True
+        bounds = scaling(replicas, min_replicas, max_replicas).get("autoscaling_config")
+        fixed = replicas or 1
+        how = (f"{bounds['min_replicas']} to {bounds['max_replicas']} replicas" if bounds
+               else f"{fixed} replica{'s' if fixed > 1 else ''}")
+        print(f"edgewise: serving on http://{config.host}:{config.port} (Ray Serve, {how}); Ctrl-C stops",
+              file=sys.stderr, flush=True)
+        stop.wait()
+    finally:
+        import ray
+
+        if started:  # the Ray instance is this process's: take Serve and Ray down with it
+            serve.shutdown()
+            ray.shutdown()
+            print("edgewise: stopped Ray Serve and the local Ray instance", file=sys.stderr, flush=True)
+        elif deployed:  # a cluster shared with others: remove only this application
+            serve.delete(APP_NAME)
+            print(f"edgewise: deleted the Ray Serve application {APP_NAME!r}", file=sys.stderr, flush=True)
