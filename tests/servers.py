@@ -101,3 +101,28 @@ def llama_cpp(tmp: Path, *, alias: str = "gemma-3-270m", n_ctx: int = 2048, chat
         yield url
     finally:
         stop(proc)
+
+
+LANCE_REST = """
+import sys, time
+import lance.namespace
+with lance.namespace.RestAdapter("dir", {"root": sys.argv[1]}, host="127.0.0.1", port=int(sys.argv[2])):
+    while True:
+        time.sleep(3600)
+"""
+
+
+@contextmanager
+def lance_rest(tmp: Path) -> Iterator[str]:
+    """A Lance REST namespace server (``pylance``'s ``RestAdapter``) over a folder in ``tmp``, on a
+    free loopback port; yields its URL; always stopped."""
+    port = free_port()
+    root = tmp / "lance-root"
+    root.mkdir()
+    url = f"http://127.0.0.1:{port}"
+    proc = start([sys.executable, "-c", LANCE_REST, str(root), str(port)], url + "/v1/namespace/%24/list",
+                 tmp / f"lance-{port}.log")
+    try:
+        yield url
+    finally:
+        stop(proc)

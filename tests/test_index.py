@@ -1,6 +1,7 @@
 """``edgewise index`` and ``edgewise retrieve`` for real: the bundled documents, the bundled MiniLM,
-LanceDB on disk and on a real S3-compatible server (moto, on 127.0.0.1); incremental re-indexing,
-bad files reported while the rest is indexed, and stores that must be refused."""
+LanceDB on disk, behind a real Lance REST server and on a real S3-compatible server (moto), both on
+127.0.0.1; incremental re-indexing, bad files reported while the rest is indexed, the vector index
+past its threshold, and stores that must be refused."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from edgewise.errors import ConfigError, InputError  # noqa: E402
 from edgewise.index import index_paths, open_store, retrieve  # noqa: E402
 from edgewise.tokens import get_tokenizer  # noqa: E402
 
-from .servers import free_port, start, stop  # noqa: E402
+from .servers import free_port, lance_rest, start, stop  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent.parent / "examples" / "docs"
 EDGEWISE = [sys.executable, "-m", "edgewise"]
@@ -180,3 +181,34 @@ def test_the_same_code_indexes_into_object_storage(s3, docs, monkeypatch):
     assert len(index_paths([docs], url).unchanged) == 4
     hits = retrieve(open_store(url), SENATOR, top_n=2)
     assert "thirty Years" in hits[0].row.text
+
+
+def test_the_same_code_indexes_through_a_lance_rest_server(docs, tmp_path):
+    pytest.importorskip("lance", reason="needs pylance (dev extra) for the Lance REST server")
+    with lance_rest(tmp_path) as url:
+        r = cli("index", str(docs), "--store", url, "--quiet", "--format", "json")
+        assert r.returncode == 0, r.stderr
+        assert len(json.loads(r.stdout)["added"]) == 4
+        assert len(index_paths([docs], url).unchanged) == 4
+        hits = retrieve(open_store(url), SENATOR, top_n=2)
+        assert "thirty Years" in hits[0].row.text
+        assert (tmp_path / "lance-root" / "chunks.lance").is_dir()  # the data lives where the server runs
+
+
+def test_past_the_threshold_a_vector_index_is_built_once_and_search_still_finds(docs, tmp_path, monkeypatch):
+    import edgewise.index.lance as lance_store
+
+    monkeypatch.setattr(lance_store, "ANN_ROWS", 4)
+    store = tmp_path / "s"
+    index_paths([docs], store)
+    db = open_store(store)
+    kinds = sorted(i.index_type for i in db._chunks.list_indices())
+    assert kinds == ["FTS", "IvfHnswSq"]
+    assert "thirty Years" in retrieve(db, SENATOR, top_n=1, mode="dense")[0].row.text
+    (docs / "gettysburg-address.txt").write_text("A changed speech about lighthouses and harbours.\n")
+    index_paths([docs], store)
+    after = open_store(store)
+    (vector,) = [i for i in after._chunks.list_indices() if i.index_type == "IvfHnswSq"]
+    assert (vector.name, vector.num_unindexed_rows) == ("vector_idx", 0)  # the new rows folded into the one index
+    assert [h.row.source for h in retrieve(after, "lighthouses harbours", top_n=1, mode="dense")] == [
+        str(docs / "gettysburg-address.txt")]

@@ -1,12 +1,16 @@
-"""The index's store on LanceDB (``lancedb``, extra ``index``): embedded, on disk, or on object storage.
+"""The index's store on LanceDB (``lancedb``, extra ``index``): on disk, on a server, or on object storage.
 
 Three tables in one LanceDB database: ``chunks`` (one row per chunk, with its vector), ``files``
 (each file's path and content hash) and ``settings`` (one JSON row). Dense search is exact cosine
-kNN up to :data:`ANN_ROWS` chunks and an IVF-HNSW index beyond; full-text search is LanceDB's BM25
-index on ``text`` (rows added after the index was built are searched too, unindexed, until the
-next :meth:`LanceStore.finish`). The location is a folder, or any URI LanceDB opens: ``s3://``,
-``gs://``, ``az://`` object storage (for data that outgrows one disk; credentials and endpoint from
-the usual environment variables) or ``db://`` LanceDB Cloud/Enterprise (``LANCEDB_API_KEY``).
+kNN up to :data:`ANN_ROWS` chunks; past that an IVF-HNSW index is built once, and later writes are
+folded into it by ``optimize``. Full-text search is LanceDB's BM25 index on ``text`` (rows added
+after it was built are searched too, unindexed, until the next :meth:`LanceStore.finish`).
+
+The location is a folder; or ``http(s)://HOST:PORT``, a Lance REST namespace server (``pylance``'s
+``lance.namespace.RestAdapter``; the same table API over HTTP: the store lives where the server
+runs); or a URI LanceDB opens: ``s3://``, ``gs://``, ``az://`` object storage (for data that outgrows
+one disk; endpoint and credentials from the usual ``AWS_*`` variables) or ``db://`` LanceDB
+Cloud/Enterprise (``LANCEDB_API_KEY``; not tested here: it is a hosted service).
 """
 
 from __future__ import annotations
@@ -21,11 +25,16 @@ from ..errors import ConfigError, InputError, missing_extra
 from .store import DIM, FORMAT, Row, Settings, check_settings
 
 CHUNKS, FILES, SETTINGS = "chunks", "files", "settings"
-ANN_ROWS = 200_000  # up to here exact search costs a few ms a query and loses nothing; beyond, an ANN index
+# Exact search scans every vector: ~30 ms a query at 10k chunks, ~200 ms at 100k on 2 busy cores
+# (BENCHMARKS.md, "Embedded stores"); an IVF-HNSW index answers in ~20 ms but costs ~1.5 CPU-ms a
+# chunk to build and loses some recall (0.97 at 10k): built once the store passes this size.
+ANN_ROWS = 50_000
 _FIELDS = ("id", "source", "title", "start", "end", "page", "text", "tokens", "sha256")
 
 
 def _lancedb() -> Any:
+    # lance warns, when it lists indexes, that centroids will leave the statistics: take that now, quietly
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     try:
         import lancedb
     except ImportError:
@@ -48,6 +57,13 @@ def _storage_options(location: str) -> dict[str, str] | None:
     if opts.get("endpoint", "").startswith("http://"):
         opts["allow_http"] = "true"
     return opts or None
+
+
+def _connect(lancedb: Any, loc: str) -> Any:
+    if loc.startswith(("http://", "https://")):
+        return lancedb.connect(namespace_client_impl="rest", namespace_client_properties={"uri": loc.rstrip("/")})
+    opts = _storage_options(loc)
+    return lancedb.connect(loc, storage_options=opts) if opts else lancedb.connect(loc)
 
 
 def is_url(location: str | Path) -> bool:
@@ -73,9 +89,11 @@ class LanceStore:
                 raise InputError(f"store must be a folder or a URL, but {loc!r} is a file")
             if not create and not (path / f"{SETTINGS}.lance").exists():
                 raise InputError(f"store {loc!r} holds no edgewise index; make one with: edgewise index PATH --store {loc}")
-        opts = _storage_options(loc)
-        db = lancedb.connect(loc, storage_options=opts) if opts else lancedb.connect(loc)
-        names = set(_table_names(db))
+        try:
+            db = _connect(lancedb, loc)
+            names = set(_table_names(db))
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise ConfigError(f"store {loc!r} cannot be opened: {type(exc).__name__}: {str(exc)[:200]}") from None
         if rebuild:
             for name in (CHUNKS, FILES, SETTINGS):
                 if name in names:
@@ -92,7 +110,11 @@ class LanceStore:
             return cls(loc, db, settings)
         found = _read_settings(db, loc)
         check_settings(loc, found, settings)
-        return cls(loc, db, found)
+        try:
+            return cls(loc, db, found)
+        except (OSError, RuntimeError, ValueError) as exc:  # e.g. a Lance file format newer than this lancedb
+            raise ConfigError(f"store {loc!r} cannot be read by lancedb {lancedb.__version__} ({str(exc)[:200]}); "
+                              "install the lancedb that wrote it, or re-index with --rebuild") from None
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -126,10 +148,10 @@ class LanceStore:
         n = self._chunks.count_rows()
         if n:
             self._chunks.create_index("text", config=FTS(), replace=True)
-        if n > ANN_ROWS:
+        if n > ANN_ROWS and not any(i.columns == ["vector"] for i in self._chunks.list_indices()):
             from lancedb.index import IvfHnswSq
 
-            self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"), replace=True)
+            self._chunks.create_index("vector", config=IvfHnswSq(distance_type="cosine"))
         for table in (self._chunks, self._files):
             try:
                 table.optimize()
