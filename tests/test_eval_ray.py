@@ -22,10 +22,10 @@ from edgewise.eval.store import RESULTS, Store, plan_cells  # noqa: E402
 
 from .servers import free_port, llama_cpp  # noqa: E402
 
-GRID = ["eval", "run", "--task", "kv", "--pairs", "4", "--examples", "3", "--positions", "0,3",
+GRID = ["eval", "run", "--task", "kv", "--pairs", "4", "--examples", "2", "--positions", "0,3",
         "--condition", "baseline", "--condition", "edgewise:order=edges", "--quiet", "--backend", "openai",
         "--model", "gemma-3-270m", "--retries", "0"]
-CELLS = 3 * 2 * 2
+CELLS = 2 * 2 * 2
 # what a record says about its answer: everything but when it was made and how long it took
 ANSWER = ("key", "task", "example", "condition", "position", "slot", "prompt_position", "n_docs", "model", "backend",
           "prediction", "answers", "correct", "prompt_tokens", "packed_tokens", "completion_tokens", "attempts", "meta")
