@@ -126,9 +126,9 @@ def answer_docs(store: Any, question: str, gold: str, condition: str, by_id: dic
     from edgewise.index.search import retrieve
 
     extra = 1 if condition == "hybrid-no-gold" else 0
-    n = DOCS + extra
+    want = n = DOCS + extra
     ids = passage_ids(retrieve(store, question, top_n=n, mode="hybrid"))
-    while len(ids) < n:  # a passage split into several chunks takes several hits: ask for more
+    while len(ids) < want:  # a passage split into several chunks takes several hits: ask for more
         n += 1
         ids = passage_ids(retrieve(store, question, top_n=n, mode="hybrid"))
     if extra:
@@ -222,15 +222,14 @@ def retrieval_table(records: Sequence[dict[str, Any]]) -> str:
 
 def qa10_rows(results: Sequence[dict[str, Any]], ids: set[str]) -> dict[str, list[dict[str, Any]]]:
     """qa10's closed-book, oracle and baseline results on ``ids``, by row label."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    labels = {("closedbook", None): "qa10 closedbook (the question alone)",
+              ("oracle", None): "qa10 oracle (the gold passage alone)",
+              **{("baseline", k): f"qa10 baseline: gold + 9 answer-free distractors, gold at {k}" for k in (0, 4, 9)}}
+    out: dict[str, list[dict[str, Any]]] = {label: [] for label in labels.values()}
     for r in results:
-        if r["example"] not in ids:
-            continue
-        if r["condition"] in ("closedbook", "oracle"):
-            out.setdefault(f"qa10 {r['condition']} (question alone)" if r["condition"] == "closedbook"
-                           else "qa10 oracle (gold passage alone)", []).append(r)
-        elif r["condition"] == "baseline":
-            out.setdefault(f"qa10 baseline, gold + 9 answer-free distractors, gold at {r['position']}", []).append(r)
+        label = labels.get((r["condition"], r["position"]))
+        if label and r["example"] in ids:
+            out[label].append(r)
     return out
 
 
@@ -289,7 +288,7 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def tables(out: Path) -> str:
-    """Every table of docs/eval/rag.md, from the raw results in ``out`` and qa10's."""
+    """Every table of EVALUATION.md's retrieval section, from the raw results in ``out`` and qa10's."""
     retrieval = load_jsonl(out / "retrieval.jsonl")
     answers = load_jsonl(out / "answers.jsonl")
     qa10 = load_jsonl(QA10 / "results.jsonl")
@@ -311,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     p.add_argument("--backend", default="local")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--tables-only", action="store_true", help="print the tables from the raw results in --out")
+    p.add_argument("--reuse-retrieval", action="store_true",
+                   help="keep --out's retrieval.jsonl when it covers every question (e.g. to resume the answers)")
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.tables_only:
@@ -322,13 +323,20 @@ def main(argv: Sequence[str] | None = None) -> str:
         p.error(f"--conditions must be among {', '.join(CONDITIONS)}, but got {args.conditions}")
     from edgewise.eval.data import data_path
     from edgewise.eval.nq import DEV_FILE, has_answer, read_jsonl
-    from edgewise.index.build import index_paths
-    from edgewise.index.store import open_store
+    from edgewise.index import index_paths, open_store
 
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                             "commit": _commit(), "load_average_start": os.getloadavg(), "versions": _versions()}
     t0, c0 = time.monotonic(), cpu()
+    earlier = json.loads((out / "meta.json").read_text(encoding="utf-8")) if (out / "meta.json").exists() else {"runs": []}
+    runs = earlier.get("runs", [earlier])  # (the first run wrote one record, not a list)
+    runs.append(meta)  # a resumed run adds its own record; each is rewritten after every phase
+
+    def save() -> None:
+        meta["total"] = {"wall_s": round(time.monotonic() - t0, 1), "cpu_s": round(cpu() - c0, 1)}
+        meta["load_average_now"] = os.getloadavg()
+        (out / "meta.json").write_text(json.dumps({"runs": runs}, indent=2) + "\n", encoding="utf-8")
     rows = read_jsonl(data_path(DEV_FILE, args.data))
     passages, gold = corpus(rows)
     by_id = {p.id: p for p in passages}
@@ -342,20 +350,27 @@ def main(argv: Sequence[str] | None = None) -> str:
                      "files_added": len(report.added), "files_unchanged": len(report.unchanged),
                      "failed": report.to_dict()["failed"], "wall_s": round(time.monotonic() - t, 1), "cpu_s": round(cpu() - c, 1)}
     print(report.summary(), file=sys.stderr)
+    save()
     store = open_store(args.store)
-    t, c = time.monotonic(), cpu()
-    records = measure_retrieval(store, rows, gold, answer_in, sys.stderr.isatty())
-    meta["retrieval"] = {"queries": len(rows) * len(MODES), "wall_s": round(time.monotonic() - t, 1), "cpu_s": round(cpu() - c, 1)}
-    with (out / "retrieval.jsonl").open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    kept = out / "retrieval.jsonl"
+    if args.reuse_retrieval and kept.exists() and len(load_jsonl(kept)) == len(rows):
+        meta["retrieval"] = "reused the retrieval.jsonl of an earlier run"
+    else:
+        t, c = time.monotonic(), cpu()
+        records = measure_retrieval(store, rows, gold, answer_in, sys.stderr.isatty())
+        meta["retrieval"] = {"queries": len(rows) * len(MODES), "wall_s": round(time.monotonic() - t, 1),
+                             "cpu_s": round(cpu() - c, 1)}
+        with kept.open("w", encoding="utf-8") as f:
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    save()
     if args.conditions:
         t, c = time.monotonic(), cpu()
-        run_answers(store, rows, gold, by_id, answer_in, args, out)
-        meta["answers"] = {"wall_s": round(time.monotonic() - t, 1), "cpu_s": round(cpu() - c, 1)}
-    meta["total"] = {"wall_s": round(time.monotonic() - t0, 1), "cpu_s": round(cpu() - c0, 1)}
-    meta["load_average_end"] = os.getloadavg()
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        before = len(load_jsonl(out / "answers.jsonl")) if (out / "answers.jsonl").exists() else 0
+        after = run_answers(store, rows, gold, by_id, answer_in, args, out)
+        meta["answers"] = {"rows_added": len(after) - before, "wall_s": round(time.monotonic() - t, 1),
+                           "cpu_s": round(cpu() - c, 1)}
+    save()
     text = tables(out)
     print(text)
     return text

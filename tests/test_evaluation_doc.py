@@ -42,7 +42,8 @@ def _task(manifest: dict):
 def test_every_run_quoted_in_the_document_is_committed():
     quoted = set(re.findall(r"docs/eval/runs/([a-z0-9_.-]+)", DOC))
     assert quoted, "EVALUATION.md quotes no run"
-    assert quoted <= {p.name for p in RUN_DIRS}, f"quoted but not committed: {quoted - {p.name for p in RUN_DIRS}}"
+    committed = {p.name for p in RUNS.iterdir() if p.is_dir()}  # rag: benchmarks/retrieval.py's, no run.json
+    assert quoted <= committed, f"quoted but not committed: {quoted - committed}"
 
 
 @pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)

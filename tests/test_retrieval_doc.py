@@ -1,4 +1,4 @@
-"""docs/eval/rag.md is what the committed raw results in docs/eval/runs/rag say, under today's code.
+"""EVALUATION.md's retrieval section is what the committed raw results in docs/eval/runs/rag say, under today's code.
 
 ``benchmarks/retrieval.py`` indexed the NQ passages with ``edgewise index``'s code, recorded the
 rank of each question's gold passage under dense, BM25 and hybrid retrieval (``retrieval.jsonl``),
@@ -25,7 +25,7 @@ from .conftest import DATA, ROOT
 
 RUN = ROOT / "docs" / "eval" / "runs" / "rag"
 QA10 = ROOT / "docs" / "eval" / "runs" / "qa10"
-DOC = (ROOT / "docs" / "eval" / "rag.md").read_text(encoding="utf-8")
+DOC = (ROOT / "EVALUATION.md").read_text(encoding="utf-8")
 
 
 def _bench():
@@ -62,11 +62,14 @@ def answers(bench):
     return bench.load_jsonl(RUN / "answers.jsonl")
 
 
-def test_the_document_tables_are_the_tables_of_the_committed_results(bench):
+def test_the_document_tables_are_the_tables_of_the_committed_results(bench, answers):
     lines = bench.tables(RUN).splitlines()
-    assert len(lines) == 5 + 10 + 20  # 3 retrieval modes, 8 answer rows, 18 paired rows, with their headers
+    conds = len({r["condition"] for r in answers})
+    # 3 retrieval modes; qa10's 5 rows (closed-book, oracle, baseline at 0/4/9) and one per condition;
+    # each condition paired with qa10's 5 rows
+    assert len(lines) == (2 + 3) + 1 + (2 + 5 + conds) + 1 + (2 + 5 * conds)
     missing = [line for line in lines if line not in DOC.splitlines()]
-    assert not missing, f"rows not in docs/eval/rag.md (regenerate it: benchmarks/retrieval.py --tables-only): {missing}"
+    assert not missing, f"rows not in EVALUATION.md (regenerate them: benchmarks/retrieval.py --tables-only): {missing}"
 
 
 def test_every_question_is_in_the_retrieval_results_with_its_gold_passage(retrieval, rows, corpus):
@@ -74,7 +77,8 @@ def test_every_question_is_in_the_retrieval_results_with_its_gold_passage(retrie
     assert [r["id"] for r in retrieval] == [f"nq-{i}" for i in range(len(rows))]
     assert [(r["question"], r["answers"], r["gold"]) for r in retrieval] == [
         (row["question"], row["answers"], g) for row, g in zip(rows, gold)]
-    assert len(by_id) == json.loads((RUN / "meta.json").read_text(encoding="utf-8"))["corpus"]["passages"]
+    runs = json.loads((RUN / "meta.json").read_text(encoding="utf-8"))["runs"]
+    assert {run["corpus"]["passages"] for run in runs} == {len(by_id)}
     for r in retrieval:
         for mode in ("dense", "bm25", "hybrid"):
             for rank in (r["gold_rank"][mode], r["answer_rank"][mode]):
@@ -108,10 +112,13 @@ def test_recall_in_the_document_counts_the_recorded_ranks(retrieval):
 def test_the_end_to_end_questions_are_qa10s_with_its_answers(answers, bench):
     plan = json.loads((QA10 / "run.json").read_text(encoding="utf-8"))["plan"]["examples"]
     qa10 = {r["example"]: r["answers"] for r in bench.load_jsonl(QA10 / "results.jsonl")}
-    for cond in bench.CONDITIONS:
+    conds = list(dict.fromkeys(r["condition"] for r in answers))
+    assert conds[0] == "hybrid" and set(conds) <= set(bench.CONDITIONS)
+    for cond in conds:
         mine = [r for r in answers if r["condition"] == cond]
-        assert [r["id"] for r in mine] == plan, cond
-        assert [r["answers"] for r in mine] == [qa10[q] for q in plan], cond
+        asked = plan[:len(mine)]  # qa10's questions, in its order (a run cut short has its first ones)
+        assert mine and [r["id"] for r in mine] == asked, cond
+        assert [r["answers"] for r in mine] == [qa10[q] for q in asked], cond
 
 
 def test_stored_correctness_is_the_metric_of_the_stored_prediction(answers):
