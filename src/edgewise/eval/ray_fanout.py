@@ -23,31 +23,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import BackendError, ConfigError, EdgewiseError
+from ..raysupport import connect
 from .backends import Backend
 from .tasks import Example, Task
 
 TASK_CPUS = 0.25
 Job = tuple[str, Example, Any, Any]  # (key, example, position or None, Condition)
-
-
-def connect(address: str) -> bool:
-    """Connect this process to Ray at ``address`` (``local``: start an instance); ``True`` if this call did
-    (and the caller should ``ray.shutdown()``), ``False`` when the process was already connected."""
-    try:
-        import ray
-    except ImportError:
-        raise ImportError("running on Ray needs ray: pip install 'edgewise[ray]'") from None
-    if ray.is_initialized():
-        return False
-    try:
-        if address == "local":
-            ray.init(address="local", include_dashboard=False)
-        else:
-            ray.init(address=address)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise ConfigError(f"could not connect to Ray at {address!r}: {exc}; give 'auto' (a cluster started "
-                          "on this machine with `ray start --head`), HOST:PORT, ray://HOST:10001 or 'local'") from None
-    return True
 
 
 def fan_out(task: Task, jobs: Sequence[Job], backend: Backend, cell: Callable[[Task, Job, Backend], dict[str, Any]],

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..checks import check_int
 from ..errors import ConfigError
+from ..raysupport import connect
 from .config import ENV_VAR, ServeConfig
 
 APP_NAME = "edgewise"
@@ -84,24 +85,6 @@ def application(config: ServeConfig, *, replicas: int | None = None, min_replica
     deployment = serve.deployment(name=APP_NAME, max_ongoing_requests=config.threads, ray_actor_options=actor,
                                   **options)(ingress)
     return deployment.bind()
-
-
-def connect(address: str | None) -> bool:
-    """Connect to Ray at ``address`` (``None``: start a local instance); ``True`` if this call started the
-    connection (the caller shuts it down), ``False`` when the process was already connected."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    try:
-        if address is None or address == "local":
-            ray.init(address="local", include_dashboard=False)
-        else:
-            ray.init(address=address)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise ConfigError(f"could not connect to Ray at {address!r}: {exc}; give 'auto' (a cluster started "
-                          "on this machine with `ray start --head`), HOST:PORT or ray://HOST:10001") from None
-    return True
 
 
 def run(config: ServeConfig, *, address: str | None = None, replicas: int | None = None,
