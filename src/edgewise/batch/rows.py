@@ -1,0 +1,185 @@
+"""One input row in, one typed output row out, with one Arrow schema for every row.
+
+An input row is a JSON object (a JSON Lines line, or a Parquet row) with ``query``, ``chunks``,
+and optionally ``options`` (pack options for this row, over the job's) and ``id``. The output row
+holds the prompt, the OpenAI-style messages, and the debug info as typed columns (:func:`schema`);
+a row that cannot be packed keeps its ``index`` and ``id`` and says why in ``error``, every other
+column null. :func:`packed_dict` turns an output row back into what ``Packed.to_dict()`` gives.
+
+>>> from edgewise.packer import Packer
+>>> row = pack_row(Packer(tokenizer="words"), 0, {"query": "capital?", "chunks": ["Paris.", "Rome."]})
+>>> row["id"], row["order"], row["prompt_tokens"], row["error"]
+('0', ['chunk-0', 'chunk-1'], 194, None)
+>>> pack_row(Packer(tokenizer="words"), 1, {"id": "r1", "query": "q", "chunks": "Paris."})["error"]
+'InputError: chunks must be a list of chunks, but got a string'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..debug import _FIELDS as DEBUG_FIELDS
+from ..errors import EdgewiseError, InputError
+
+ROW_KEYS = ("id", "query", "chunks", "options")
+_LIST_FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "placed", "summarized", "truncated",
+                "reminders")
+_INT_FIELDS = ("prompt_tokens", "message_tokens", "budget", "remaining_tokens", "cache_prefix_tokens", "render_passes")
+_STR_FIELDS = ("tokenizer", "strategy", "layout", "scorer")
+
+
+def schema() -> Any:
+    """The Arrow schema of every output row: ``index``, ``id``, the packed prompt, its messages, every
+    :class:`~edgewise.debug.DebugInfo` field as a typed column (``chunks`` is a list of structs with
+    :data:`~edgewise.debug.CHUNK_KEYS`), and ``error``."""
+    import pyarrow as pa
+
+    ids = pa.list_(pa.string())
+    chunk = pa.struct([("id", pa.string()), ("input_index", pa.int64()), ("rank", pa.int64()),
+                       ("score", pa.float64()), ("outcome", pa.string()), ("reason", pa.string()),
+                       ("position", pa.int64()), ("section", pa.string()), ("tokens", pa.int64()),
+                       ("merged_into", pa.int64())])
+    fields = [("index", pa.int64()), ("id", pa.string()), ("prompt", pa.string()),
+              ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())])))]
+    for name in DEBUG_FIELDS:
+        if name in _LIST_FIELDS:
+            fields.append((name, ids))
+        elif name in _INT_FIELDS:
+            fields.append((name, pa.int64()))
+        elif name in _STR_FIELDS:
+            fields.append((name, pa.string()))
+        elif name == "estimated":
+            fields.append((name, pa.bool_()))
+        elif name == "sections":
+            fields.append((name, pa.map_(pa.string(), ids)))
+        elif name == "chunks":
+            fields.append((name, pa.list_(chunk)))
+        elif name == "dropped":
+            fields.append((name, pa.list_(pa.struct([("id", pa.string()), ("input_index", pa.int64()),
+                                                     ("reason", pa.string())]))))
+        elif name == "pruned":
+            fields.append((name, pa.list_(pa.struct([("id", pa.string()), ("original_chars", pa.int64()),
+                                                     ("kept_chars", pa.int64()), ("score", pa.float64())]))))
+        else:  # pragma: no cover - a new DebugInfo field must be given a type here
+            raise TypeError(f"no Arrow type for debug field {name!r}")
+    fields.append(("error", pa.string()))
+    return pa.schema(fields)
+
+
+def parse_line(text: str, source: str) -> Any:
+    """The JSON value of one JSON Lines row, read with the strict rules of chunk input."""
+    from ..jsonin import loads
+
+    if text.lstrip(" \t\r\n").startswith("["):  # loads would read it as an array of chunks
+        raise InputError(f"{source}: a row must be a JSON object with query and chunks, but got an array")
+    try:
+        return loads(text, source)[0]
+    except InputError as exc:  # loads names a line and a chunk of a chunks file: here it is one row
+        raise InputError(str(exc).replace(f"{source} line 1 (chunk #0):", f"{source}:")
+                         .replace(f"{source} line 1:", f"{source}:")) from None
+
+
+def _drop_nulls(value: Any) -> Any:
+    """A row read from Arrow: a struct field that is null was absent (Arrow fills missing keys with null)."""
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, Mapping) else value
+
+
+def read_row(obj: Any, index: int | None, *, from_arrow: bool = False) -> tuple[str, str, Any, dict[str, Any]]:
+    """``(id, query, chunks, options)`` of one input row, or an :class:`InputError` saying what is wrong.
+
+    ``from_arrow``: the row came from Parquet/Arrow, where an absent key reads as null, so null
+    fields of the row, of its options and of each chunk are dropped; ``options`` may be JSON text there.
+    """
+    if not isinstance(obj, Mapping):
+        raise InputError(f"a row must be a JSON object with query and chunks, but got {_kind(obj)}")
+    row = _drop_nulls(obj) if from_arrow else obj
+    unknown = sorted(set(row) - set(ROW_KEYS))
+    if unknown:
+        raise InputError(f"unknown row key {unknown[0]!r}; a row has: {', '.join(ROW_KEYS)}")
+    for key in ("query", "chunks"):
+        if key not in row:
+            raise InputError(f"a row needs {key!r}, but this one has only: {', '.join(row) or 'nothing'}")
+    rid = row.get("id")
+    if rid is None:
+        if index is None:
+            raise InputError("the row's id is null, and a Dataset's rows have no input index: give every row an id")
+        rid = str(index)
+    elif isinstance(rid, int) and not isinstance(rid, bool):
+        rid = str(rid)
+    elif not isinstance(rid, str):
+        raise InputError(f"id must be a string or an integer, but got {_kind(rid)}")
+    options = row.get("options")
+    if from_arrow and isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except ValueError as exc:
+            raise InputError(f"options must be a JSON object, but the text does not parse: {exc}") from None
+    if options is None:
+        options = {}
+    elif not isinstance(options, Mapping):
+        raise InputError(f"options must be an object, but got {_kind(options)}")
+    elif from_arrow:
+        options = _drop_nulls(options)
+    chunks = row["chunks"]
+    if isinstance(chunks, str):
+        raise InputError("chunks must be a list of chunks, but got a string")
+    if from_arrow and isinstance(chunks, list):
+        chunks = [_drop_nulls(c) for c in chunks]
+    return rid, row["query"], chunks, dict(options)
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    for t, name in names.items():
+        if isinstance(value, t):
+            return name
+    return "a number" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def error_row(index: int | None, rid: str | None, message: str) -> dict[str, Any]:
+    """The output row of a row that could not be packed: its index and id, and why."""
+    return {"index": index, "id": rid, "error": message}
+
+
+def packed_row(index: int | None, rid: str, packed: Any) -> dict[str, Any]:
+    """The output row of a packed request (every column of :func:`schema` but ``error``)."""
+    d = packed.debug_info
+    row: dict[str, Any] = {"index": index, "id": rid, "prompt": packed.prompt, "messages": packed.messages("openai")}
+    for name in DEBUG_FIELDS:
+        row[name] = getattr(d, name)
+    row["sections"] = list(d.sections.items())
+    row["error"] = None
+    return row
+
+
+def pack_row(packer: Any, index: int | None, obj: Any, *, from_arrow: bool = False) -> dict[str, Any]:
+    """Pack one input row with ``packer`` (its options, then the row's): a packed row or an error row.
+
+    Every failure of one row (bad input, an unknown option, a budget too small...) becomes its
+    ``error`` cell, named by the exception's class; the job goes on with the other rows.
+    """
+    rid = str(index) if index is not None else None
+    try:
+        rid, query, chunks, options = read_row(obj, index, from_arrow=from_arrow)
+        return packed_row(index, rid, packer.pack(query, chunks, **options))
+    except (EdgewiseError, ValueError, TypeError, RecursionError) as exc:
+        return error_row(index, rid, f"{type(exc).__name__}: {' '.join(str(exc).splitlines())}")
+
+
+def to_table(rows: Iterable[Mapping[str, Any]]) -> Any:
+    """The rows as one Arrow table of :func:`schema` (absent columns null)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(list(rows), schema=schema())
+
+
+def packed_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An output row (a dict of its columns, as ``Table.to_pylist()`` gives) back as ``Packed.to_dict()``:
+    ``{"prompt", "messages", "debug_info"}``. A row with an error has no packed value: InputError."""
+    if row.get("error") is not None:
+        raise InputError(f"row {row.get('id')!r} was not packed: {row['error']}")
+    debug = {name: row[name] for name in DEBUG_FIELDS}
+    debug["sections"] = dict(debug["sections"])
+    return {"prompt": row["prompt"], "messages": row["messages"], "debug_info": debug}
