@@ -80,9 +80,10 @@ def test_the_grid_on_ray_stores_what_a_plain_run_stores_once_per_cell(local_ray,
 
 def test_concurrent_requests_over_ray_fill_the_same_grid(local_ray, endpoint, tmp_path, capsys):
     # four tasks in flight at once, finishing in any order: every cell stored once, nothing else
-    summary = _run([*GRID, "--base-url", endpoint, "--concurrency", "4", "--ray-address", "local",
+    grid = [a if a != "2" else "1" for a in GRID]  # --examples 1: 4 cells are enough to finish out of order
+    summary = _run([*grid, "--base-url", endpoint, "--concurrency", "4", "--ray-address", "local",
                     "-o", str(tmp_path / "ray4")], capsys)
-    assert (summary["total"], summary["done_now"]) == (CELLS, CELLS)
+    assert (summary["total"], summary["done_now"]) == (CELLS // 2, CELLS // 2)
     plan = json.loads((tmp_path / "ray4" / "run.json").read_text())["plan"]
     lines = [json.loads(line) for line in (tmp_path / "ray4" / RESULTS).read_text().splitlines()]
     assert sorted(r["key"] for r in lines) == sorted(key for key, *_ in plan_cells(plan))
