@@ -176,10 +176,12 @@ class CtrlC(FirstRecordLLM):
     def __init__(self, at, sigint=False, **kw):
         super().__init__(**kw)
         self.at, self.sigint = at, sigint
+        self.started = 0  # counted apart from `calls`, in one step: exactly one request is the at-th
 
     def complete(self, prompt, *, max_tokens, stop):
         with self._lock:
-            n = self.calls + 1
+            self.started += 1
+            n = self.started
         if n == self.at:
             if not self.sigint:
                 with self._lock:
