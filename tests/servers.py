@@ -52,6 +52,23 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(5)
 
 
+def wait_healthy(proc: subprocess.Popen, url: str, wait_s: float, poll: float = 0.2) -> str | None:
+    """Wait until ``url/healthz`` answers 200; None when it does, else what went wrong (the caller
+    reports it with the server's log)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if proc.poll() is not None:
+            return f"exited with {proc.returncode}"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return None
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            return f"did not answer /healthz in {wait_s} s"
+        time.sleep(poll)
+
+
 @contextmanager
 def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_s: float = 60) -> Iterator[dict]:
     """``python -m edgewise.serve ARGS`` on a free port; yields its URL and log file; always stopped."""
@@ -63,18 +80,9 @@ def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_
                                 stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=tmp)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited with {proc.returncode}: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not answer /healthz in {wait_s} s: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+        problem = wait_healthy(proc, url, wait_s)
+        if problem:
+            raise RuntimeError(f"the server {problem}: {log.read_text()[-2000:]}")
         yield {"url": url, "log": log, "port": port}
     finally:
         proc.terminate()

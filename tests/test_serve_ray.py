@@ -25,7 +25,7 @@ import edgewise  # noqa: E402
 from edgewise.cli import main as cli_main  # noqa: E402
 from edgewise.errors import ConfigError  # noqa: E402
 
-from .servers import free_port  # noqa: E402
+from .servers import free_port, wait_healthy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "ray-test-key-0123456789"
@@ -71,18 +71,9 @@ def ray_server(tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     server = {"url": url, "proc": proc, "log": log, "children": set()}
     try:
-        deadline = time.monotonic() + 240  # a Ray start is 10-40 s on a busy 2-core machine
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"edgewise serve --ray exited with {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"edgewise serve --ray did not answer /healthz in 240 s: {log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
+        problem = wait_healthy(proc, url, 240, poll=0.5)  # a Ray start is 10-40 s on a busy 2-core machine
+        if problem:
+            pytest.fail(f"edgewise serve --ray {problem}: {log.read_text(errors='replace')[-3000:]}")
         server["children"] = _descendants(proc.pid)
         yield server
     finally:
