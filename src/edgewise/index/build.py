@@ -126,7 +126,7 @@ def index_paths(
     if gone:
         db.delete_sources(gone)
         report.removed.extend(gone)
-    embed = embed or _default_embed()
+    embed = embed or default_embed()
     bar = _bar(len(todo), progress)
     pending: list[tuple[str, str, list[Row]]] = []  # read and chunked, not yet embedded and written
 
@@ -179,7 +179,8 @@ def _rows(path: Path, digest: str, tok: Any, size: int, overlap: int) -> list[Ro
             for n, p in enumerate(pieces)]
 
 
-def _default_embed() -> Callable[[list[str]], Any]:
+def default_embed() -> Callable[[list[str]], Any]:
+    """The bundled MiniLM (loaded once per process): what chunks and questions are embedded with."""
     from ..score.dense import shared_dense
 
     model = shared_dense()

@@ -18,6 +18,7 @@ from typing import Any
 from ..checks import check_int, check_str
 from ..errors import ConfigError
 from ..packer import Packed, Packer
+from .build import default_embed
 from .store import Row, Store
 
 MODES = ("hybrid", "dense", "bm25")
@@ -59,7 +60,7 @@ def retrieve(store: Store, query: str, *, top_n: int = 20, mode: str = "hybrid",
     dense: list[str] = []
     lexical: list[str] = []
     if mode in ("hybrid", "dense"):
-        vector = (embed or _default_embed())([query])[0]
+        vector = (embed or default_embed())([query])[0]
         dense = store.dense(vector, want)
     if mode in ("hybrid", "bm25"):
         lexical = store.lexical(query, want)
@@ -72,13 +73,6 @@ def retrieve(store: Store, query: str, *, top_n: int = 20, mode: str = "hybrid",
     d_rank = {c: r for r, c in enumerate(dense)}
     l_rank = {c: r for r, c in enumerate(lexical)}
     return [Hit(rows[c], fused[c], d_rank.get(c), l_rank.get(c)) for c in best if c in rows]
-
-
-def _default_embed() -> Callable[[list[str]], Any]:
-    from ..score.dense import shared_dense
-
-    model = shared_dense()
-    return lambda texts: model.embed(texts)
 
 
 def pack_hits(packer: Packer, query: str, hits: Sequence[Hit], **overrides: Any) -> Packed:
