@@ -12,8 +12,7 @@ from tqdm import tqdm
 
 from edgewise.eval.nq import has_answer
 from edgewise.score.bm25 import BM25
-from edgewise.score.dense import shared_dense
-from edgewise.sentence_scores import FEATURES, HEADS, LEXICAL, _title_prefix, apply_head, sentence_features
+from edgewise.sentence_scores import FEATURES, HEADS, LEXICAL, apply_head, sentence_cosines, sentence_features
 from edgewise.sentences import split_sentences
 
 GRID = [round(x * 0.05, 2) for x in range(1, 20)]
@@ -27,7 +26,6 @@ def progress(items, desc, total=None):
 def prune_examples(rows, idx, with_dense=True, sets=None):
     """Per gold passage: sentences, labels (holds a normalised answer), features, dense cosines.
     With ``sets``: each question's top BM25 distractor instead (every label False)."""
-    dense = shared_dense()
     out = []
     for i in progress(idx, f"sentences of rows {idx.start}-{idx.stop - 1}"):
         r = rows[i]
@@ -41,9 +39,7 @@ def prune_examples(rows, idx, with_dense=True, sets=None):
         labels = [has_answer(s, r["answers"]) for s in sents]
         cos = cos_t = None
         if with_dense:
-            v = dense.embed([r["question"], *sents, *(_title_prefix(c["title"], s) for s in sents)])
-            sims = (v[1:] @ v[0]).tolist()
-            cos, cos_t = sims[: len(sents)], sims[len(sents):]
+            cos = cos_t = sentence_cosines(r["question"], [(sents, c["title"])])[0]
         feats = sentence_features(r["question"], sents, c["title"], cos, cos_t)
         bm = BM25().score(r["question"], sents)
         out.append({"row": i, "q": r["question"], "title": c["title"], "text": c["text"], "spans": spans,
@@ -87,7 +83,7 @@ def methods(heads=None):
     heads = heads or HEADS
     return {
         "BM25 sentence score / best": lambda ex: [s / max(ex["bm25"]) if max(ex["bm25"]) > 0 else 0.0 for s in ex["bm25"]],
-        "MiniLM cosine": lambda ex: ex["cos"],
+        "MiniLM cosine (title. sentence)": lambda ex: ex["cos"],
         "head, lexical (no model)": lambda ex: apply_head(ex["feats"], "lexical") if "lexical" in heads else None,
         "head, dense (MiniLM + context)": lambda ex: _apply(heads, ex["feats"], "dense"),
     }

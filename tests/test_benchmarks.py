@@ -4,6 +4,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,3 +41,24 @@ def test_pack_benchmark_tiny_run(capsys):
         "pack at 20,000 chunks, 4k budget: warm": "none in this run",
     }
     assert summary["pack at 20,000 chunks, 4k budget: cold"][-1].rstrip(" |") == "not measured"
+
+
+@pytest.mark.models
+def test_prune_speed_benchmark_tiny_run(capsys):
+    """benchmarks/prune_speed.py prints its table; pruning sends the query and each sentence once."""
+    spec = importlib.util.spec_from_file_location("bench_prune_speed", ROOT / "benchmarks" / "prune_speed.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    texts = bench.main(["--questions", "1", "--reps", "1", "--data", str(ROOT / "tests" / "data")])
+    out = capsys.readouterr().out
+
+    from edgewise.eval.nq import build, read_jsonl
+    from edgewise.sentences import split_sentences
+
+    first = next(build(read_jsonl(ROOT / "tests" / "data" / "nq-open-oracle-dev.jsonl.gz"), docs=20, gold_at=9, seed=0,
+                       progress=False))
+    sentences = sum(len(split_sentences(c["text"])) for c in first["ctxs"])
+    assert texts == {"score": [21], "prune": [1 + sentences]}
+    assert "| what | model texts per set | wall s, median (min-max) | CPU s, median (min-max) |" in out
+    assert "| score 20 passages | 21 |" in out and f"| prune 20 passages | {1 + sentences} |" in out
+    assert "prune / score, CPU medians:" in out

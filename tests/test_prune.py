@@ -112,7 +112,7 @@ def test_pruning_many_chunks_in_one_model_call_equals_pruning_each_alone(scorer,
     q = nq_rows[10]["question"]
     calls = _fresh_model_calls(monkeypatch) if scorer == "dense" else []
     together = prune(q, chunks, 0.35, scorer=scorer)
-    assert calls == ([1 + 2 * sum(len(p.sentences) for p in together)] if scorer == "dense" else [])
+    assert calls == ([1 + sum(len(p.sentences) for p in together)] if scorer == "dense" else [])
     calls = _fresh_model_calls(monkeypatch) if scorer == "dense" else []
     alone = [prune_chunk(q, c, 0.35, scorer=scorer) for c in chunks]
     assert len(calls) == (len(chunks) if scorer == "dense" else 0)

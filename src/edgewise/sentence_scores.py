@@ -3,8 +3,8 @@
 Each sentence is scored in its context, as Provence does: the probability, from a small logistic
 head, that it holds the answer, given
 
-- its MiniLM cosine to the query, alone and prefixed with the chunk's title, relative to the best
-  sentence of the chunk, and its neighbours' cosines;
+- its MiniLM cosine to the query as "title. sentence" (:func:`sentence_cosines`), relative to the
+  best sentence of the chunk, the chunk's best, and its neighbours' cosines;
 - lexical evidence: the query's words in it, and the query's words that the title does not
   already cover (BM25 over the chunk's sentences among them);
 - the answer type the question asks for (a year for *when*, a number for *how many*, a name for
@@ -114,11 +114,11 @@ def sentence_features(
 # rows 1000-1999 (gold passages, plus every other question's top BM25 distractor as negatives; L2 1.0,
 # Newton's method; similarity weights constrained to be >= 0). Features without a weight were dropped.
 HEADS: dict[str, tuple[float, dict[str, float]]] = {
-    "dense": (-7.0007, {
-        "cos_rel": 1.6321, "cos_ctx_max": 3.7448, "cos_ctx_near": 0.4952, "cos_ctx_rank0": 0.374, "cos_neigh": 1.5694,
-        "overlap_rest": 0.7698, "overlap_rest_neigh": -0.3886, "q_when_x_date": 0.8676, "q_num_x_number": 0.665, "q_who_x_caps": 0.4942,
-        "q_where_x_caps": 0.4387, "new_caps": 0.1575, "has_number": 0.0395, "first": 0.7213, "first_x_short": 0.6282,
-        "position": -0.0569, "log_words": 0.5941, "n_sents": 0.25,
+    "dense": (-7.5018, {
+        "cos_ctx_max": 4.4955, "cos_ctx_near": 0.8651, "cos_ctx_rank0": 0.1496, "cos_neigh": 0.5414, "cos_rank0": 0.1496,
+        "overlap_rest": 0.8389, "overlap_rest_neigh": -0.1096, "q_when_x_date": 0.8052, "q_num_x_number": 0.4196,
+        "q_who_x_caps": 0.4833, "q_where_x_caps": 0.4188, "new_caps": -0.0176, "has_number": 0.0264, "first": 0.5693,
+        "first_x_short": 0.3778, "position": -0.3823, "log_words": 0.7425, "n_sents": -0.0486,
     }),
     "lexical": (-3.5902, {
         "overlap": 0.9827, "overlap_rest": 0.9228, "overlap_rest_neigh": 0.399, "bm25_rel": 0.4587, "bm25_rank0": 0.0864,
@@ -127,9 +127,9 @@ HEADS: dict[str, tuple[float, dict[str, float]]] = {
         "n_sents": 0.0111,
     }),
 }
-# Best F1 of the dense head on the tuning rows: absolute 0.35; relative to the chunk's best sentence 0.5.
-DEFAULT_THRESHOLD = 0.35
-DEFAULT_RELATIVE_THRESHOLD = 0.5
+# Best F1 of the dense head on the tuning rows: absolute 0.4; relative to the chunk's best sentence 0.6.
+DEFAULT_THRESHOLD = 0.4
+DEFAULT_RELATIVE_THRESHOLD = 0.6
 
 
 def _sigmoid(x: float) -> float:
@@ -160,6 +160,30 @@ def _title_prefix(title: str | None, sentence: str) -> str:
     return f"{title}. {sentence}" if title else sentence
 
 
+def sentence_cosines(query: str, groups: Sequence[tuple[Sequence[str], str | None]]) -> list[list[float]]:
+    """Each sentence's MiniLM cosine to ``query`` in its chunk's context, for every ``(sentences,
+    title)`` group, in one model call: the cosine of "title. sentence" (of the sentence alone when
+    there is no title).
+
+    One embedding per sentence: the head once also read each sentence alone, which doubled the
+    model's work for no measurable gain (BENCHMARKS.md, "Pruning"). Each group's cosines are
+    computed from its own rows alone, so they are the same whatever else is in the call.
+    """
+    from .score.dense import shared_dense
+
+    titled = [_title_prefix(title, s) for sents, title in groups for s in sents]
+    if not titled:
+        return [[] for _ in groups]
+    vecs = shared_dense().embed([query, *titled])
+    out: list[list[float]] = []
+    start = 1
+    for sents, _ in groups:
+        own = vecs[[0, *range(start, start + len(sents))]]  # this group's rows alone: same shapes as alone
+        start += len(sents)
+        out.append((own[1:] @ own[0]).tolist())
+    return out
+
+
 def score_sentences(
     query: str, text: str, *, title: str | None = None, scorer: str = "auto", splitter: str = "auto"
 ) -> list[Span]:
@@ -180,8 +204,8 @@ def score_sentences_many(
     query: str, texts: Sequence[tuple[str, str | None]], *, scorer: str = "auto", splitter: str = "auto"
 ) -> list[list[Span]]:
     """:func:`score_sentences` for many ``(text, title)`` pairs and one query, in one model call:
-    every sentence of every text (and its title-prefixed form) goes to the dense model together, so
-    the model sorts them all by length and batches them across texts. Each result is what
+    every sentence of every text (as "title. sentence") goes to the dense model together, so the
+    model sorts them all by length and batches them across texts. Each result is what
     :func:`score_sentences` gives for that text alone.
 
     >>> [[s.text for s in spans] for spans in score_sentences_many(
@@ -192,25 +216,12 @@ def score_sentences_many(
     head = _resolve(scorer)
     split = [split_sentences(text, splitter=splitter) for text, _ in texts]
     sents = [[s.text for s in spans] for spans in split]
-    flat = [s for group in sents for s in group]
-    vecs = None
-    if head == "dense" and flat:
-        from .score.dense import shared_dense
-
-        titled = [_title_prefix(title, s) for (_, title), group in zip(texts, sents) for s in group]
-        vecs = shared_dense().embed([query, *flat, *titled])
+    cosines = sentence_cosines(query, [(group, title) for (_, title), group in zip(texts, sents)]) \
+        if head == "dense" else None
     out: list[list[Span]] = []
-    start = 0
-    for (_, title), spans, group in zip(texts, split, sents):
-        n = len(group)
-        cos = cos_title = None
-        if vecs is not None and n:
-            rows = [0, *range(1 + start, 1 + start + n), *range(1 + len(flat) + start, 1 + len(flat) + start + n)]
-            own = vecs[rows]  # this text's rows alone: the same product, shape for shape, as one text at a time
-            sims = (own[1:] @ own[0]).tolist()
-            cos, cos_title = sims[:n], sims[n:]
-        start += n
-        probs = apply_head(sentence_features(query, group, title, cos, cos_title), head) if group else []
+    for i, ((_, title), spans, group) in enumerate(zip(texts, split, sents)):
+        cos = cosines[i] if cosines is not None and group else None
+        probs = apply_head(sentence_features(query, group, title, cos, cos), head) if group else []
         out.append([Span(s.start, s.end, s.text, p) for s, p in zip(spans, probs)])
     return out
 
