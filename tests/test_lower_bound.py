@@ -1,4 +1,5 @@
-"""The word bound on cl100k/o200k token counts never exceeds the exact count.
+"""The word bound on cl100k/o200k token counts never exceeds the exact count; and a count derived
+from the same text with another number of trailing line breaks is the exact count.
 
 ``select.fit`` drops a chunk without encoding it when this bound already exceeds the tokens left,
 so a bound that overshoots would drop a chunk that fits. Checked over the whole bundled corpus (every
@@ -129,3 +130,59 @@ def test_bound_never_exceeds_the_count_of_generated_text(text: str, stop: int) -
         full = tok.lower_bound(text, BIG)
         assert full <= n
         assert tok.lower_bound(text, stop) == min(full, max(stop, 0) + 1)
+
+
+# ---------------------------------------------------------------- counts from other line breaks
+
+PUNCT = sorted("!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~")
+
+
+def _check_line_breaks(tok, stem: str) -> None:
+    """count(stem + k breaks) from count(stem + j breaks), by the identity, equals the exact count."""
+    from edgewise.countcache import line_break_tail
+
+    enc = tok.encoding
+    exact = [len(enc.encode_ordinary(stem + "\n" * k)) for k in range(4)]
+    for k in range(4):
+        found = line_break_tail(stem + "\n" * k)
+        assert found is not None and found[0] == stem
+        mark = found[1]
+        for j in range(4):
+            derived = exact[j] - len(enc.encode_ordinary(mark + "\n" * j)) + len(enc.encode_ordinary(mark + "\n" * k))
+            assert derived == exact[k], (stem[-40:], j, k)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_line_break_identity_holds_over_the_corpus_and_every_block(name: str) -> None:
+    tok = get_tokenizer(name)
+    checked = 0
+    for i, text in enumerate(CORPUS[:6000]):
+        for stem in (text.rstrip("\n") + PUNCT[i % len(PUNCT)], f'<doc id="c{i}">\n  {text}\n</doc>'):
+            if stem[-2:-1].isascii() and stem[-2:-1].isalnum():
+                _check_line_breaks(tok, stem)
+                checked += 1
+    assert checked > 6000
+    # the texts a pack derives this way: each layout's blocks
+    from edgewise.countcache import line_break_tail
+
+    for layout in ("sections", "layered", "paper", "kv"):
+        lay = get_layout(layout)
+        for i, text in enumerate(CORPUS[:300]):
+            block = lay.block(Item(Chunk(f"c{i}", text, title=CORPUS[i + 1][:30]), "whole", text, i))
+            if (found := line_break_tail(block)) is not None:
+                _check_line_breaks(tok, found[0])
+
+
+@pytest.mark.parametrize("name", EXACT)
+@settings(max_examples=300, deadline=None)
+@given(head=st.text(max_size=30), letter=st.sampled_from(list("aZ09")), mark=st.sampled_from(PUNCT))
+def test_line_break_identity_holds_for_generated_text(name: str, head: str, letter: str, mark: str) -> None:
+    _check_line_breaks(get_tokenizer(name), head + letter + mark)
+
+
+def test_line_break_identity_refuses_what_it_does_not_cover() -> None:
+    from edgewise.countcache import line_break_tail
+
+    assert line_break_tail("word.\n\n") == ("word.", ".")
+    # a space, a letter or a second punctuation before the mark; an apostrophe; no mark at all
+    assert [line_break_tail(t) for t in ("word .\n", "wordé.\n", "word..\n", "word'\n", "word\n", ".\n")] == [None] * 6

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .chunk import Chunk
-from .countcache import CountCache, split_is_clean
+from .countcache import CountCache, line_break_tail, split_is_clean
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
 from .select import Fit, fit
@@ -64,19 +64,40 @@ class PackCounts:
         self._room = cache.max_chars // 2 if isinstance(cache, CountCache) else 0
         self._memo: dict[str, int] = {}
         self.split_proven = getattr(tok, "split_proven", False)
+        # the tokenizer's own bound, called directly (select.fit asks it once per chunk it skips)
+        self.lower_bound: Callable[[str, int], int] = getattr(tok, "lower_bound", None) or _no_bound
 
     def count(self, text: str) -> int:
         n = self._memo.get(text)
         if n is None:
-            if not self._admits:
-                n = self.tok.count(text)
-            else:
-                admit = self._room >= len(text)
-                if admit:
-                    self._room -= len(text)
-                n = self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
+            n = self._other_breaks(text) if self.split_proven else None
+            if n is None:
+                n = self._encoded(text)
             self._memo[text] = n
         return n
+
+    def _encoded(self, text: str) -> int:
+        if not self._admits:
+            return self.tok.count(text)
+        admit = self._room >= len(text)
+        if admit:
+            self._room -= len(text)
+        return self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
+
+    def _other_breaks(self, text: str) -> int | None:
+        """``text``'s count from this pack's count of the same text with another number of trailing
+        line breaks (a block counted with one, rendered with two), when the identity of
+        :func:`edgewise.countcache.line_break_tail` applies; else None."""
+        found = line_break_tail(text)
+        if found is None:
+            return None
+        stem, mark = found
+        breaks = len(text) - len(stem)
+        memo = self._memo
+        for j in (0, 1, 2):
+            if j != breaks and (n := memo.get(stem + "\n" * j)) is not None:
+                return n - self.count(mark + "\n" * j) + self.count(mark + "\n" * breaks)
+        return None
 
     def count_parts(self, parts: Sequence[str]) -> int:
         if self.split_proven and all(split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
@@ -89,8 +110,31 @@ class PackCounts:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return self.tok.count_prefix(text, n_chars)
 
-    def lower_bound(self, text: str, stop: int) -> int:
-        return lower_bound(self.tok, text, stop)
+
+
+def _no_bound(text: str, stop: int) -> int:
+    """A tokenizer without a provable lower bound: 0."""
+    return 0
+
+
+class BlockCosts:
+    """What each item's block adds to the prompt (the block and its line break), rendered and
+    counted once per pack: fitting, re-fitting after a render and the debug record ask again.
+
+    Keyed by chunk id, form and text (ids are unique within a pack); a block does not depend on the
+    item's rank, which :func:`edgewise.select.fit` numbers differently from the final render.
+    """
+
+    def __init__(self, lay: Layout, tok: PackCounts | Tokenizer) -> None:
+        self._block, self._count = lay.block, tok.count
+        self._memo: dict[tuple[str, str, str], int] = {}
+
+    def __call__(self, item: Item) -> int:
+        key = (item.chunk.id, item.form, item.text)
+        n = self._memo.get(key)
+        if n is None:
+            n = self._memo[key] = self._count(self._block(item) + "\n")
+        return n
 
 
 class Meter:
@@ -151,19 +195,20 @@ Render = Callable[[list[Item], tuple[Item, ...]], Rendered]
 
 def settle(
     kept: Sequence[Chunk], *, rank_of: Mapping[str, int], head_n: int, budget: int | None, fixed: int, lay: Layout,
-    layers: Layers, meter: Meter, render: Render, min_truncated_tokens: int,
+    layers: Layers, meter: Meter, render: Render, min_truncated_tokens: int, cost: Callable[[Item], int] | None = None,
 ) -> Settled:
     """Fit ``kept`` (best first) under ``budget``, then add the layout's reminders while they fit.
 
-    ``rank_of`` gives each chunk's rank among all ranked chunks (what the layout sees as ``rank``).
+    ``rank_of`` gives each chunk's rank among all ranked chunks (what the layout sees as ``rank``);
+    ``cost`` prices an item's block (default: a fresh :class:`BlockCosts`).
     """
     tok = meter.tok
-
-    def cost(item: Item) -> int:
-        return tok.count(lay.block(item) + "\n")
+    if cost is None:
+        cost = BlockCosts(lay, tok)
 
     # a block holds its text's words: they bound its cost from below (see hooks.keeps_text_words)
-    bound = (lambda text, stop: lower_bound(tok, text, stop)) if hooks.keeps_text_words(lay) else None
+    bound = (tok.lower_bound if isinstance(tok, PackCounts) else lambda text, stop: lower_bound(tok, text, stop)) \
+        if hooks.keeps_text_words(lay) else None
     bounds = Bounds(bound, hooks.tags_bound(lay, tok))
 
     # tokens the joins and section headers add on top of the blocks: first estimated from a probe

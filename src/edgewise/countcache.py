@@ -79,3 +79,31 @@ def split_is_clean(head: str, tail: str) -> bool:
     pre-tokens: the counts add up.
     """
     return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"
+
+
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+# ASCII punctuation that no pattern of cl100k/o200k joins to a following line break other than as
+# ``[^\s\p{L}\p{N}]+[\r\n]*`` (the apostrophe starts contractions; o200k lets ``/`` follow a break)
+_PUNCT = frozenset("!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~")
+
+
+def line_break_tail(text: str) -> tuple[str, str] | None:
+    """Where a count can be had from the same text with another number of trailing line breaks.
+
+    For ``text = X + c + "\\n" * k`` where ``X`` ends with an ASCII letter or digit and ``c`` is one
+    ASCII punctuation character, cl100k and o200k make ``c`` and the line breaks one pre-token of
+    their own (``[^\\s\\p{L}\\p{N}]+[\\r\\n]*``: the run cannot start earlier, after a letter or
+    digit, nor take more than the breaks), and every pre-token before it is the same whatever the
+    number of breaks. BPE never merges across pre-tokens, so for any ``j``, ``k``:
+
+        count(X + c + "\\n" * k) == count(X + c + "\\n" * j) - count(c + "\\n" * j) + count(c + "\\n" * k)
+
+    which lets a block counted with one line break give its count with two (a section's last block),
+    and a system text give its count when the prompt adds a blank line, without encoding either
+    again. Returns ``(X + c, c)``: the text without its line breaks and the punctuation character.
+    ``tests/test_lower_bound.py`` checks the identity against the exact counts.
+    """
+    stem = text.rstrip("\n")
+    if len(stem) < 2 or stem[-1] not in _PUNCT or stem[-2] not in _ASCII_ALNUM:
+        return None
+    return stem, stem[-1]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import debug
-from .budget import Layers, Meter, PackCounts, reserve, settle
+from .budget import BlockCosts, Layers, Meter, PackCounts, reserve, settle
 from .checks import check_str
 from .chunk import Chunk, normalize_indexed
 from .condense import prune_step, summary_step
@@ -177,14 +177,15 @@ class Packer:
                            input_order=sorted(range(len(by_rank)), key=lambda r: input_index[by_rank[r].id]))
             return lay.render(layers.input(tuple(by_rank[r] for r in placed), reminders))
 
+        cost = BlockCosts(lay, tok)
         settled = settle(kept, rank_of=rank_of, head_n=len(kept) if key_facts is None else key_facts,
                          budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter, render=render,
-                         min_truncated_tokens=opts.min_truncated_tokens)
+                         min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
         rendered = settled.rendered
         info = debug.build(
             rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, merged=merged,
             input_index=input_index, rank_of=rank_of, score_of=score_of,
-            cost=lambda it: tok.count(lay.block(it) + "\n"),
+            cost=cost,
             prompt_tokens=meter.prompt_tokens(rendered), message_tokens=meter.message_tokens(rendered),
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
             tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranked_by,

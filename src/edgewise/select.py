@@ -100,6 +100,8 @@ def fit(
     # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
     floor = cost(Item(Chunk("", ""), "whole", "", 0))
     exhausted = ""  # the reason, shared by every chunk dropped while `left` stays the same
+    # the reason of the last chunk skipped on its word bound alone, and the (left, tags bound) it names
+    bounded_why: tuple[tuple[int, int] | None, str] = (None, "")
     for rank, chunk in enumerate(ranked, first_rank):
         if left < floor:
             if not exhausted:
@@ -150,11 +152,17 @@ def fit(
                 left -= need_cut
                 exhausted = ""
                 continue
+        if need is None and summary is None and overhead is None and bounded_why[0] == (left, least):
+            dropped.append((chunk, bounded_why[1]))  # skipped on its bound, like the one before: same reason
+            continue
         why = f"does not fit: needs {_tokens(need, left)} whole"
         if summary is not None:
             why += f", {need_summary if need_summary is not None else f'more than {left}'} as its summary"
-        dropped.append((chunk, f"{why}, {left} left: too few to truncate it to "
-                               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags"))
+        why = (f"{why}, {left} left: too few to truncate it to "
+               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags")
+        if need is None and summary is None and overhead is None:
+            bounded_why = ((left, least), why)
+        dropped.append((chunk, why))
     if prefer_summary:
         # room left over: give summarised chunks their whole text back, best first
         for i, item in enumerate(items):
