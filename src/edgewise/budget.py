@@ -76,6 +76,21 @@ class PackCounts:
             self._memo[text] = n
         return n
 
+    def count_stable(self, text: str) -> int:
+        """The count of a prompt's stable part (its system text: layout constants and the caller's
+        system, profile and instructions, never a chunk or the query), kept per tokenizer for the
+        life of the process apart from the count cache: every pack with the same fixed layers
+        renders the same system text."""
+        key = (self.name, text)
+        n = _STABLE.get(key)
+        if n is None:
+            n = self.count(text)
+            if len(text) <= STABLE_MAX_CHARS:
+                if len(_STABLE) >= STABLE_MAX_TEXTS:
+                    _STABLE.clear()
+                _STABLE[key] = n
+        return n
+
     def _encoded(self, text: str) -> int:
         if not self._admits:
             return self.tok.count(text)
@@ -86,8 +101,11 @@ class PackCounts:
 
     def _other_breaks(self, text: str) -> int | None:
         """``text``'s count from this pack's count of the same text with another number of trailing
-        line breaks (a block counted with one, rendered with two), when the identity of
-        :func:`edgewise.countcache.line_break_tail` applies; else None."""
+        line breaks, when the identity of :func:`edgewise.countcache.line_break_tail` applies; else
+        None. Tried for texts with none or two (a system text, a section's last block): a block is
+        first counted with one."""
+        if text.endswith("\n") and not text.endswith("\n\n"):
+            return None
         found = line_break_tail(text)
         if found is None:
             return None
@@ -110,6 +128,11 @@ class PackCounts:
     def count_prefix(self, text: str, n_chars: int) -> int:
         return self.tok.count_prefix(text, n_chars)
 
+
+
+# counts of system texts (PackCounts.count_stable): a few distinct ones per process, bounded anyway
+STABLE_MAX_TEXTS, STABLE_MAX_CHARS = 64, 32_000
+_STABLE: dict[tuple[str, str], int] = {}
 
 
 def _no_bound(text: str, stop: int) -> int:
@@ -142,21 +165,31 @@ class Meter:
 
     def __init__(self, tok: Tokenizer) -> None:
         self.tok = tok
+        self._stable = getattr(tok, "count_stable", tok.count)
+        self._split_proven = getattr(tok, "split_proven", False)
+        self._last: tuple[Rendered | None, int] = (None, 0)  # the last prompt's user tokens: asked 2-4 times
 
     def __call__(self, r: Rendered) -> int:
         return max(self.prompt_tokens(r), self.message_tokens(r))
 
     def user_tokens(self, r: Rendered) -> int:
-        return self.tok.count_parts(r.user_parts) if r.user_parts else self.tok.count(r.user)
+        last, n = self._last
+        if last is not r:
+            n = self.tok.count_parts(r.user_parts) if r.user_parts else self.tok.count(r.user)
+            self._last = (r, n)
+        return n
 
     def message_tokens(self, r: Rendered) -> int:
-        return self.tok.count(r.system) + self.user_tokens(r)
+        return self._stable(r.system) + self.user_tokens(r)
 
     def prompt_tokens(self, r: Rendered) -> int:
         """Tokens of ``r.prompt``, from cached counts of its pieces (system, blocks) where exact."""
         if not r.system:
             return self.user_tokens(r)
-        return self.tok.count_parts((r.system + "\n\n", *(r.user_parts or (r.user,))))
+        head = r.system + "\n\n"
+        if self._split_proven and split_is_clean(head, r.user_parts[0] if r.user_parts else r.user):
+            return self._stable(head) + self.user_tokens(r)
+        return self.tok.count_parts((head, *(r.user_parts or (r.user,))))
 
 
 def reserve(layers: Layers, lay: Layout, meter: Meter, budget: int | None, trim_profile: bool) -> tuple[Layers, int]:
@@ -218,7 +251,9 @@ def settle(
     while True:
         available = None if budget is None else budget - fixed - slack
         chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds)
-        items = [Item(it.chunk, it.form, it.text, rank_of[it.chunk.id]) for it in chosen.items]
+        # the layout sees each chunk's rank among all ranked chunks (fit numbered the kept ones)
+        items = [it if it.rank == rank_of[it.chunk.id] else Item(it.chunk, it.form, it.text, rank_of[it.chunk.id])
+                 for it in chosen.items]
         rendered = render(items, ())
         total = meter(rendered)
         passes += 1
@@ -245,7 +280,29 @@ def settle(
     return Settled(items, rendered, total, chosen.dropped, passes)
 
 
+_OVERHEADS: dict[tuple[object, ...], int] = {}
+
+
 def _overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int], head_n: int) -> int:
+    """The first estimate of what section headers and joins add to the blocks, from a probe with a
+    tiny chunk in each section. With an exact encoding whose pieces are counted apart (the query's
+    among them), it does not depend on the query: it is kept per layout, other layers and tokenizer
+    (only an estimate: :func:`settle` re-measures the rendered prompt either way)."""
+    key = None
+    if getattr(meter.tok, "split_proven", False):
+        key = (lay.name, replace(layers, query=""), meter.tok.name, head_n)
+        if (known := _OVERHEADS.get(key)) is not None:
+            return known
+    found = _measure_overhead(lay, layers, meter, fixed, cost, head_n)
+    if key is not None:
+        if len(_OVERHEADS) >= 256:
+            _OVERHEADS.clear()
+        _OVERHEADS[key] = found
+    return found
+
+
+def _measure_overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int],
+                      head_n: int) -> int:
     probe = [Item(Chunk(f"~{r}", "x"), "whole", "x", r) for r in (0, max(head_n, 2), 1)]  # A, B, C
     return max(0, meter(lay.render(layers.input(tuple(probe)))) - fixed - sum(cost(it) for it in probe))
 

@@ -112,10 +112,14 @@ def fit(
         # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
         # (a text of at most 2 x left characters has at most `left` words: no need to count them)
         text = chunk.text
-        need = (None if bound is not None and len(text) > 2 * left and bound(text, left) > left
-                else cost(Item(chunk, "whole", text, rank)))
+        whole = None
+        if bound is not None and len(text) > 2 * left and bound(text, left) > left:
+            need = None
+        else:
+            whole = Item(chunk, "whole", text, rank)
+            need = cost(whole)
         if need is not None and need <= left and not (prefer_summary and summary is not None):
-            items.append(Item(chunk, "whole", chunk.text, rank))
+            items.append(whole)  # type: ignore[arg-type] - set whenever need is
             left -= need
             exhausted = ""
             continue
@@ -129,7 +133,7 @@ def fit(
                 exhausted = ""
                 continue
         if need is not None and need <= left:  # preferred the summary, but only the whole chunk fits (a long summary)
-            items.append(Item(chunk, "whole", chunk.text, rank))
+            items.append(whole)  # type: ignore[arg-type]
             left -= need
             exhausted = ""
             continue
