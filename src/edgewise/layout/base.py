@@ -181,13 +181,20 @@ def get_layout(spec: str | Layout) -> Layout:
 
 
 def doc_block(item: Item) -> str:
-    """A chunk as a quoted ``<doc>`` block: open tag with JSON attributes, indented text, close tag."""
-    attrs = f"id={attr(item.id)}"
-    if item.chunk.title:
-        attrs += f" title={attr(item.chunk.title)}"
-    if item.form != "whole":
-        attrs += f' form="{item.form}"'
-    return f"<doc {attrs}>\n{quote(item.text)}\n</doc>"
+    """A chunk as a quoted ``<doc>`` block: open tag with JSON attributes, indented text, close tag.
+
+    Kept on the (immutable) item, as ``functools.cached_property`` keeps a value: the budget loop
+    prices an item's block and the layout then renders the same item.
+    """
+    block = item.__dict__.get("_doc_block")
+    if block is None:
+        attrs = f"id={attr(item.id)}"
+        if item.chunk.title:
+            attrs += f" title={attr(item.chunk.title)}"
+        if item.form != "whole":
+            attrs += f' form="{item.form}"'
+        block = item.__dict__["_doc_block"] = f"<doc {attrs}>\n{quote(item.text)}\n</doc>"
+    return block
 
 
 def doc_tags_bound(chunk: Chunk, tok: Any) -> int:
