@@ -126,6 +126,10 @@ class PackCounts:
         return self.tok.truncate(text, max_tokens)
 
     def count_prefix(self, text: str, n_chars: int) -> int:
+        """Tokens of ``text[:n_chars]`` (the prompt's cacheable prefix, its stable part), from the
+        stable counts when the split there is clean."""
+        if self.split_proven and 0 < n_chars < len(text) and split_is_clean(text[:n_chars], text[n_chars:]):
+            return self.count_stable(text[:n_chars])
         return self.tok.count_prefix(text, n_chars)
 
 

@@ -100,8 +100,8 @@ def fit(
     # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
     floor = cost(Item(Chunk("", ""), "whole", "", 0))
     exhausted = ""  # the reason, shared by every chunk dropped while `left` stays the same
-    # the reason of the last chunk skipped on its word bound alone, and the (left, tags bound) it names
-    bounded_why: tuple[tuple[int, int] | None, str] = (None, "")
+    # the reasons of chunks skipped on their word bound alone, by the (left, tags bound) they name
+    bounded_why: dict[tuple[int, int], str] = {}
     for rank, chunk in enumerate(ranked, first_rank):
         if left < floor:
             if not exhausted:
@@ -156,8 +156,8 @@ def fit(
                 left -= need_cut
                 exhausted = ""
                 continue
-        if need is None and summary is None and overhead is None and bounded_why[0] == (left, least):
-            dropped.append((chunk, bounded_why[1]))  # skipped on its bound, like the one before: same reason
+        if need is None and summary is None and overhead is None and (known := bounded_why.get((left, least))):
+            dropped.append((chunk, known))  # skipped on its bound, as others were with as much left: same reason
             continue
         why = f"does not fit: needs {_tokens(need, left)} whole"
         if summary is not None:
@@ -165,7 +165,7 @@ def fit(
         why = (f"{why}, {left} left: too few to truncate it to "
                f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags")
         if need is None and summary is None and overhead is None:
-            bounded_why = ((left, least), why)
+            bounded_why[left, least] = why
         dropped.append((chunk, why))
     if prefer_summary:
         # room left over: give summarised chunks their whole text back, best first
