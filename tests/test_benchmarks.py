@@ -62,3 +62,33 @@ def test_prune_speed_benchmark_tiny_run(capsys):
     assert "| what | model texts per set | wall s, median (min-max) | CPU s, median (min-max) |" in out
     assert "| score 20 passages | 21 |" in out and f"| prune 20 passages | {1 + sentences} |" in out
     assert "prune / score, CPU medians:" in out
+
+
+def test_pack_runs_summarises_the_committed_alternated_runs(capsys):
+    """benchmarks/pack_runs.py reads pack.py's saved outputs: every row of both versions, each run's ratios."""
+    spec = importlib.util.spec_from_file_location("bench_pack_runs", ROOT / "benchmarks" / "pack_runs.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = sorted((ROOT / "docs" / "bench" / "pack-issue9-ab").glob("*.txt"))
+    base, after = [p for p in runs if p.name.endswith("-base.txt")], [p for p in runs if p.name.endswith("-after.txt")]
+    assert len(base) == len(after) == 3
+    parsed = bench.rows(after[0])
+    assert sorted(parsed) == sorted((n, b) for n in ("20", "200") for b in ("4,000", "32,000", "128,000"))
+    assert all(med <= worst for med, worst, _, _ in parsed.values())
+    bench.main([str(p) for p in base] + ["--"] + [str(p) for p in after])
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("| 20")]
+    assert len(lines) == 12 and [line.split(" | ")[2] for line in lines[:2]] == ["A", "B"]
+    # the committed summary is this output
+    assert out.split("\n\n", 1)[1].strip() == (ROOT / "docs" / "bench" / "pack-issue9-ab" / "summary.txt").read_text(
+        encoding="utf-8").split("\n\n", 1)[1].strip()
+
+
+def test_cold_tables_tiny_run(capsys):
+    spec = importlib.util.spec_from_file_location("bench_cold_tables", ROOT / "benchmarks" / "cold_tables.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = bench.main(["--reps", "2", "--data", str(ROOT / "tests" / "data")])
+    assert sorted(out) == ["rs-bpe, cold", "rs-bpe, warm", "tiktoken, cold", "tiktoken, warm"]
+    assert all(ms > 0 for ms in out.values())
+    assert "| counter | ms |" in capsys.readouterr().out
