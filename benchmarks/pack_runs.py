@@ -34,6 +34,10 @@ def rows(path: Path) -> dict[tuple[str, str], tuple[float, float, float, float]]
     return out
 
 
+def _each(got: list[tuple[float, float, float, float]], i: int) -> str:
+    return "; ".join(f"{g[i]:.2f}× ({g[i + 1]:.2f}×)" for g in got)
+
+
 def main(argv: list[str]) -> None:
     if "--" not in argv:
         raise SystemExit("usage: pack_runs.py A-RUN... -- B-RUN...")
@@ -46,9 +50,8 @@ def main(argv: list[str]) -> None:
     for key in sides["A"][0]:
         for name, runs in sides.items():
             got = [r[key] for r in runs if key in r]
-            each = lambda i: "; ".join(f"{g[i]:.2f}× ({g[i + 1]:.2f}×)" for g in got)  # noqa: E731
-            print(f"| {key[0]} | {key[1]} | {name} | {each(0)} | {statistics.median(g[0] for g in got):.2f}× "
-                  f"| {each(2)} | {statistics.median(g[2] for g in got):.2f}× |")
+            print(f"| {key[0]} | {key[1]} | {name} | {_each(got, 0)} | {statistics.median(g[0] for g in got):.2f}× "
+                  f"| {_each(got, 2)} | {statistics.median(g[2] for g in got):.2f}× |")
 
 
 if __name__ == "__main__":
