@@ -267,7 +267,9 @@ def _kill_one_actor(ray, done, killed):
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_job_loses_and_repeats_no_row(ray_instance, nq_rows, tmp_path):
-    rows = requests(nq_rows, 600, chunks=60)
+    # long enough that the kill (2 s after an actor is up) lands with most units still to run: with
+    # 600 rows, faster packing let the job end before Ray had restarted the killed actor
+    rows = requests(nq_rows, 1500, chunks=60)
     path = write_jsonl(tmp_path / "in.jsonl", rows)
     done, killed = threading.Event(), []
     killer = threading.Thread(target=_kill_one_actor, args=(ray_instance, done, killed))
@@ -279,7 +281,7 @@ def test_a_worker_killed_mid_job_loses_and_repeats_no_row(ray_instance, nq_rows,
         killer.join()
     assert len(killed) == 1  # the kill happened while the job ran
     assert _pack_actors(ray_instance)[killed[0]]["NumRestarts"] == 1  # and Ray restarted the actor
-    assert summary.rows == 600
+    assert summary.rows == 1500
     assert_same(read_output(summary.files), expected_rows(rows))
 
 
