@@ -80,7 +80,10 @@ class PackCounts:
         """The count of a prompt's stable part (its system text: layout constants and the caller's
         system, profile and instructions, never a chunk or the query), kept per tokenizer for the
         life of the process apart from the count cache: every pack with the same fixed layers
-        renders the same system text."""
+        renders the same system text. Only for the exact encodings, whose name fixes the vocabulary
+        (another tokenizer's name, a plugin's say, need not)."""
+        if not self.split_proven:
+            return self.count(text)
         key = (self.name, text)
         n = _STABLE.get(key)
         if n is None:
@@ -290,10 +293,10 @@ _OVERHEADS: dict[tuple[object, ...], int] = {}
 def _overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int], head_n: int) -> int:
     """The first estimate of what section headers and joins add to the blocks, from a probe with a
     tiny chunk in each section. With an exact encoding whose pieces are counted apart (the query's
-    among them), it does not depend on the query: it is kept per layout, other layers and tokenizer
-    (only an estimate: :func:`settle` re-measures the rendered prompt either way)."""
+    among them), it does not depend on the query: for a layout that renders by its name alone, it is
+    kept per layout, other layers and tokenizer."""
     key = None
-    if getattr(meter.tok, "split_proven", False):
+    if getattr(meter.tok, "split_proven", False) and hooks.renders_by_name(lay):
         key = (lay.name, replace(layers, query=""), meter.tok.name, head_n)
         if (known := _OVERHEADS.get(key)) is not None:
             return known

@@ -18,6 +18,9 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
 - ``tags_bound(chunk, tok) -> int``: a lower bound on the cost of the chunk's block truncated to no
   text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
   rendered to find that out. Default: none (the block is rendered and counted).
+- ``renders_by_name = True``: a promise that the layout renders the same for the same name (no file
+  or other state behind it), so what its section headers and joins add to the blocks is measured
+  once per name, layers and tokenizer. Default: measured for every pack.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ def key_facts(lay: Layout, high_importance_k: int) -> int | None:
 
 def keeps_text_words(lay: Layout) -> bool:
     return getattr(lay, "keeps_text_words", False) is True
+
+
+def renders_by_name(lay: Layout) -> bool:
+    return getattr(lay, "renders_by_name", False) is True
 
 
 def tags_bound(lay: Layout, tok: Any) -> Callable[[Chunk], int] | None:

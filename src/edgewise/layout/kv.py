@@ -24,6 +24,7 @@ def record(item: Item) -> str:
 
 class KV:
     name = "kv"
+    renders_by_name = True  # no file behind it (see hooks)
 
     def block(self, item: Item) -> str:
         return record(item) + ",\n "

@@ -23,6 +23,7 @@ HEADERS = {"system": "System", "profile": "User profile", "documents": "Document
 class Layered:
     name = "layered"
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
+    renders_by_name = True  # no file behind it (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
     block = staticmethod(doc_block)
 

@@ -42,6 +42,7 @@ def doc_line(item: Item, index: int) -> str:
 class Paper:
     name = "paper"
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
+    renders_by_name = True  # no file behind it (see hooks)
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""

@@ -58,6 +58,7 @@ def reminder_block(item: Item) -> str:
 class Sections:
     name = "sections"
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
+    renders_by_name = True  # no file behind it (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
 
     def parse(self, prompt: str) -> Any:
