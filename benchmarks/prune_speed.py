@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[int]]:
                 times[what][1].append(time.process_time() - cpu)
                 texts[what].append(sum(calls))
     root = Path(edgewise.__file__).resolve().parents[2]
-    print(f"edgewise {commit(root)} ({root}); {len(sets)} questions x {a.reps} repetitions; "
+    print(f"edgewise {commit(root)}; {len(sets)} questions x {a.reps} repetitions; "
           f"{len(os.sched_getaffinity(0))} cores; load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print("| what | model texts per set | wall s, median (min-max) | CPU s, median (min-max) |")
     print("|---|---:|---:|---:|")
