@@ -20,7 +20,6 @@ from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
 from .select import Fit, fit
 from .tokens import Tokenizer
-from .wordbound import lower_bound
 
 TRUNCATION_MARK = " [...]"
 MAX_ESTIMATE_PASSES = 4
@@ -65,7 +64,7 @@ class PackCounts:
         self._memo: dict[str, int] = {}
         self.split_proven = getattr(tok, "split_proven", False)
         # the tokenizer's own bound, called directly (select.fit asks it once per chunk it skips)
-        self.lower_bound: Callable[[str, int], int] = getattr(tok, "lower_bound", None) or _no_bound
+        self.lower_bound = bound_of(tok)
 
     def count(self, text: str) -> int:
         n = self._memo.get(text)
@@ -136,14 +135,18 @@ class PackCounts:
         return self.tok.count_prefix(text, n_chars)
 
 
-
 # counts of system texts (PackCounts.count_stable): a few distinct ones per process, bounded anyway
 STABLE_MAX_TEXTS, STABLE_MAX_CHARS = 64, 32_000
 _STABLE: dict[tuple[str, str], int] = {}
 
 
+def bound_of(tok: object) -> Callable[[str, int], int]:
+    """``tok``'s provable lower bound on a text's token count (``lower_bound(text, stop)``, see
+    :func:`edgewise.wordbound.words_bound`), or 0 for a tokenizer that has none."""
+    return getattr(tok, "lower_bound", None) or _no_bound
+
+
 def _no_bound(text: str, stop: int) -> int:
-    """A tokenizer without a provable lower bound: 0."""
     return 0
 
 
@@ -247,8 +250,7 @@ def settle(
         cost = BlockCosts(lay, tok)
 
     # a block holds its text's words: they bound its cost from below (see hooks.keeps_text_words)
-    bound = (tok.lower_bound if isinstance(tok, PackCounts) else lambda text, stop: lower_bound(tok, text, stop)) \
-        if hooks.keeps_text_words(lay) else None
+    bound = bound_of(tok) if hooks.keeps_text_words(lay) else None
     bounds = Bounds(bound, hooks.tags_bound(lay, tok))
 
     # tokens the joins and section headers add on top of the blocks: first estimated from a probe

@@ -9,8 +9,6 @@ tokens left, so a budget that fills early never pays for the chunks that cannot 
 
 from __future__ import annotations
 
-from typing import Any
-
 # The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
 # where one of its pre-tokens can hold two whitespace-separated words: o200k's
 # `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
@@ -46,9 +44,3 @@ def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
         if c in text:
             fix += text.count(c)
     return max(0, len(text.split(None, max(stop, 0) + fix)) - fix)
-
-
-def lower_bound(tok: Any, text: str, stop: int) -> int:
-    """``tok``'s provable lower bound on ``text``'s token count (0 when it has none)."""
-    bound = getattr(tok, "lower_bound", None)
-    return bound(text, stop) if bound is not None else 0
