@@ -37,10 +37,10 @@ def prune_examples(rows, idx, with_dense=True, sets=None):
         if not sents:
             continue
         labels = [has_answer(s, r["answers"]) for s in sents]
-        cos = cos_t = None
+        cos = None
         if with_dense:
-            cos = cos_t = sentence_cosines(r["question"], [(sents, c["title"])])[0]
-        feats = sentence_features(r["question"], sents, c["title"], cos, cos_t)
+            cos = sentence_cosines(r["question"], [(sents, c["title"])])[0]
+        feats = sentence_features(r["question"], sents, c["title"], cos)
         bm = BM25().score(r["question"], sents)
         out.append({"row": i, "q": r["question"], "title": c["title"], "text": c["text"], "spans": spans,
                     "sents": sents, "labels": labels, "feats": feats, "cos": cos, "bm25": bm,
@@ -127,7 +127,7 @@ def fit_logistic(X, y, l2=1.0, iters=50):
 
 # Evidence of similarity may only raise a sentence's probability: these weights must not be negative
 # (a negative one, collinear with the others, made sentences far from the query score higher).
-MONOTONE = ("cos", "cos_rel", "cos_ctx_max", "cos_ctx_rel", "cos_ctx_near", "cos_ctx_rank0", "cos_neigh",
+MONOTONE = ("cos", "cos_rel", "cos_max", "cos_near", "cos_neigh",
             "cos_rank0", "overlap", "overlap_rest", "bm25_rel", "bm25_rank0")
 
 

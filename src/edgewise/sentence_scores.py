@@ -36,7 +36,7 @@ _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|Septe
 _CAPS = re.compile(r"\b[A-Z][\w'’-]+")
 
 FEATURES = (
-    "cos", "cos_rel", "cos_ctx_max", "cos_ctx_rel", "cos_ctx_near", "cos_ctx_rank0", "cos_neigh", "cos_rank0",
+    "cos", "cos_rel", "cos_max", "cos_near", "cos_neigh", "cos_rank0",
     "overlap", "overlap_rest", "overlap_rest_neigh", "bm25_rel", "bm25_rank0",
     "q_when_x_date", "q_num_x_number", "q_who_x_caps", "q_where_x_caps", "new_caps", "has_number",
     "first", "first_x_short", "position", "log_words", "n_sents",
@@ -56,7 +56,6 @@ def _qtype(query: str) -> dict[str, bool]:
 
 def sentence_features(
     query: str, sentences: Sequence[str], title: str | None, cos: Sequence[float] | None,
-    cos_title: Sequence[float] | None,
 ) -> list[dict[str, float]]:
     """The head's features for each sentence of one chunk (``cos*`` are 0 when ``cos`` is None)."""
     n = len(sentences)
@@ -68,10 +67,8 @@ def sentence_features(
     bm_max = max(bm, default=0.0)
     bm_order = sorted(range(n), key=lambda i: -bm[i])
     cos = list(cos) if cos is not None else [0.0] * n
-    cos_title = list(cos_title) if cos_title is not None else [0.0] * n
-    c_max, ct_max = max(cos, default=0.0), max(cos_title, default=0.0)
+    c_max = max(cos, default=0.0)
     c_order = sorted(range(n), key=lambda i: -cos[i])
-    ct_order = sorted(range(n), key=lambda i: -cos_title[i])
     rest_overlap = [len(rest & set(terms(s))) / max(1, len(rest)) for s in sentences]
     out = []
     for i, s in enumerate(sentences):
@@ -83,11 +80,9 @@ def sentence_features(
         neigh = [cos[j] for j in (i - 1, i + 1) if 0 <= j < n]
         out.append({
             "cos": cos[i],
-            "cos_ctx_max": ct_max,
+            "cos_max": c_max,
             "cos_rel": cos[i] - c_max,
-            "cos_ctx_rel": cos_title[i] - ct_max,
-            "cos_ctx_near": math.exp(10.0 * (cos_title[i] - ct_max)),
-            "cos_ctx_rank0": 1.0 if ct_order and ct_order[0] == i else 0.0,
+            "cos_near": math.exp(10.0 * (cos[i] - c_max)),
             "cos_neigh": max(neigh, default=cos[i]),
             "cos_rank0": 1.0 if c_order and c_order[0] == i else 0.0,
             "overlap": len(qterms & sterms) / max(1, len(qterms)),
@@ -112,10 +107,12 @@ def sentence_features(
 
 # Logistic heads: bias and one weight per feature, fitted by `benchmarks/relevance.py tune` on NQ dev
 # rows 1000-1999 (gold passages, plus every other question's top BM25 distractor as negatives; L2 1.0,
-# Newton's method; similarity weights constrained to be >= 0). Features without a weight were dropped.
+# Newton's method; similarity weights constrained to be >= 0). Features without a weight were dropped. The
+# dense head was fitted when the features listed cos_rank0 twice (as cos_rank0 and cos_ctx_rank0, equal
+# once every sentence had one embedding): its weight here is the sum of the two fitted ones.
 HEADS: dict[str, tuple[float, dict[str, float]]] = {
     "dense": (-7.5018, {
-        "cos_ctx_max": 4.4955, "cos_ctx_near": 0.8651, "cos_ctx_rank0": 0.1496, "cos_neigh": 0.5414, "cos_rank0": 0.1496,
+        "cos_max": 4.4955, "cos_near": 0.8651, "cos_neigh": 0.5414, "cos_rank0": 0.2992,
         "overlap_rest": 0.8389, "overlap_rest_neigh": -0.1096, "q_when_x_date": 0.8052, "q_num_x_number": 0.4196,
         "q_who_x_caps": 0.4833, "q_where_x_caps": 0.4188, "new_caps": -0.0176, "has_number": 0.0264, "first": 0.5693,
         "first_x_short": 0.3778, "position": -0.3823, "log_words": 0.7425, "n_sents": -0.0486,
@@ -221,7 +218,7 @@ def score_sentences_many(
     out: list[list[Span]] = []
     for i, ((_, title), spans, group) in enumerate(zip(texts, split, sents)):
         cos = cosines[i] if cosines is not None and group else None
-        probs = apply_head(sentence_features(query, group, title, cos, cos), head) if group else []
+        probs = apply_head(sentence_features(query, group, title, cos), head) if group else []
         out.append([Span(s.start, s.end, s.text, p) for s, p in zip(spans, probs)])
     return out
 
