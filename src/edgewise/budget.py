@@ -130,8 +130,9 @@ class PackCounts:
     def count_prefix(self, text: str, n_chars: int) -> int:
         """Tokens of ``text[:n_chars]`` (the prompt's cacheable prefix, its stable part), from the
         stable counts when the split there is clean."""
-        if self.split_proven and 0 < n_chars < len(text) and split_is_clean(text[:n_chars], text[n_chars:]):
-            return self.count_stable(text[:n_chars])
+        head = text[:n_chars]
+        if self.split_proven and 0 < n_chars < len(text) and split_is_clean(head, text[n_chars:n_chars + 1]):
+            return self.count_stable(head)
         return self.tok.count_prefix(text, n_chars)
 
 

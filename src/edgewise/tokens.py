@@ -133,7 +133,7 @@ class TiktokenTokenizer:
         return words_bound(text, stop, bridges=self._bridges) if self._bridges is not None else 0
 
     def count_prefix(self, text: str, n_chars: int) -> int:
-        if 0 < n_chars < len(text) and split_is_clean(text[:n_chars], text[n_chars:]):
+        if 0 < n_chars < len(text) and split_is_clean(text[:n_chars], text[n_chars:n_chars + 1]):  # its first character decides
             return self.count(text[:n_chars])
         limit = len(text[:n_chars].encode("utf-8", errors="surrogatepass"))
         ids = self.encode(text)
