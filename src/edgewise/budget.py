@@ -12,7 +12,7 @@ Layout-specific policy is asked of the layout through :mod:`edgewise.layout.hook
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .chunk import Chunk
 from .countcache import CountCache, line_break_tail, split_is_clean
@@ -232,18 +232,20 @@ class Settled:
     total: int
     dropped: list[tuple[Chunk, str]]
     passes: int
+    runs: list[tuple[Sequence[Chunk], str]] = field(default_factory=list)  # left out together (see select.Fit)
 
 
 Render = Callable[[list[Item], tuple[Item, ...]], Rendered]
 
 
 def settle(
-    kept: Sequence[Chunk], *, rank_of: Mapping[str, int], head_n: int, budget: int | None, fixed: int, lay: Layout,
+    kept: Sequence[Chunk], *, rank_of: Mapping[str, int] | None, head_n: int, budget: int | None, fixed: int, lay: Layout,
     layers: Layers, meter: Meter, render: Render, min_truncated_tokens: int, cost: Callable[[Item], int] | None = None,
 ) -> Settled:
     """Fit ``kept`` (best first) under ``budget``, then add the layout's reminders while they fit.
 
-    ``rank_of`` gives each chunk's rank among all ranked chunks (what the layout sees as ``rank``);
+    ``rank_of`` gives each chunk's rank among all ranked chunks (what the layout sees as ``rank``;
+    None when ``kept`` are all the ranked chunks, in rank order);
     ``cost`` prices an item's block (default: a fresh :class:`BlockCosts`).
     """
     tok = meter.tok
@@ -262,8 +264,9 @@ def settle(
         available = None if budget is None else budget - fixed - slack
         chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds)
         # the layout sees each chunk's rank among all ranked chunks (fit numbered the kept ones)
-        items = [it if it.rank == rank_of[it.chunk.id] else Item(it.chunk, it.form, it.text, rank_of[it.chunk.id])
-                 for it in chosen.items]
+        items = chosen.items if rank_of is None else [
+            it if it.rank == rank_of[it.chunk.id] else Item(it.chunk, it.form, it.text, rank_of[it.chunk.id])
+            for it in chosen.items]
         rendered = render(items, ())
         total = meter(rendered)
         passes += 1
@@ -287,7 +290,7 @@ def settle(
         if budget is not None and trial_total > budget:
             break
         reminders, rendered, total = (*reminders, cand), trial, trial_total
-    return Settled(items, rendered, total, chosen.dropped, passes)
+    return Settled(items, rendered, total, chosen.dropped, passes, chosen.runs)
 
 
 _OVERHEADS: dict[tuple[object, ...], int] = {}
@@ -337,10 +340,17 @@ def fit_two_phase(
     if not tail:
         return head
     left = None if available is None else available - head.used
-    prefer = left is not None and any(c.meta and c.summary for c in tail) and _exceeds(tail, left, cost, bounds.text)
+    prefer = left is not None and has_summaries(tail) and _exceeds(tail, left, cost, bounds.text)
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
                first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags)
-    return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used)
+    return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used, head.runs + rest.runs)
+
+
+def has_summaries(chunks: Sequence[Chunk]) -> bool:
+    """Whether any of ``chunks`` has a summary (a lazy sequence of plain chunks says none can)."""
+    if getattr(chunks, "scan_texts", None) is not None:
+        return False
+    return any(c.meta and c.summary for c in chunks)
 
 
 def _exceeds(chunks: Sequence[Chunk], left: int, cost: Callable[[Item], int],

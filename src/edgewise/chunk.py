@@ -112,11 +112,31 @@ _ID, _TEXT, _SCORE, _TITLE, _TOKENS, _META = (Chunk.__dict__[f].__set__ for f in
 
 
 def _plain(obj: Any, index: int) -> Chunk | None:
-    """The common input, validated without a field-by-field walk: a dict whose text and id are
-    strings (or no id), score a finite float or absent, title a string or absent, and no tokens or
-    meta. The Chunk is built straight into its slots (a frozen dataclass's ``__init__`` goes through
+    """The common input, validated without a field-by-field walk (see :func:`plain_fields`), built
+    straight into the Chunk's slots (a frozen dataclass's ``__init__`` goes through
     ``object.__setattr__`` per field). ``None`` for anything else, which :meth:`Chunk.from_dict`
     then checks field by field; both give the same Chunk.
+    """
+    fields = plain_fields(obj)
+    if fields is None:
+        return None
+    text, cid, score, title = fields
+    chunk = _new(Chunk)
+    _ID(chunk, f"chunk-{index}" if cid is None else cid)
+    _TEXT(chunk, text)
+    _SCORE(chunk, score)
+    _TITLE(chunk, title or None)
+    _TOKENS(chunk, None)
+    _META(chunk, {})
+    return chunk
+
+
+def plain_fields(obj: Any) -> tuple[str, str | None, float | None, str | None] | None:
+    """(text, id, score, title) of a plain input: a dict whose text and id are strings (or no id),
+    score a finite float or absent, title a string or absent, and no tokens or meta; else None.
+
+    >>> plain_fields({"id": "a", "text": "t", "score": 0.5}), plain_fields({"text": "t", "score": 1})
+    (('t', 'a', 0.5, None), None)
     """
     if type(obj) is not dict:
         return None
@@ -130,14 +150,7 @@ def _plain(obj: Any, index: int) -> Chunk | None:
     if len(obj) != 1 + (cid is not None) + (score is not None) + (title is not None) and (
             get("tokens") is not None or get("meta") is not None):
         return None
-    chunk = _new(Chunk)
-    _ID(chunk, f"chunk-{index}" if cid is None else cid)
-    _TEXT(chunk, text)
-    _SCORE(chunk, score)
-    _TITLE(chunk, title or None)
-    _TOKENS(chunk, None)
-    _META(chunk, {})
-    return chunk
+    return text, cid, score, title
 
 
 def _number(value: Any, what: str) -> float | None:

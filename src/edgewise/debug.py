@@ -14,6 +14,7 @@ from typing import Any
 
 from .chunk import Chunk, Merged
 from .layout import Item, Rendered
+from .ranked import PlainRanked
 
 CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")
 OUTCOMES = ("placed", "summarized", "truncated", "dropped")
@@ -98,18 +99,23 @@ _FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "sections
 
 
 def build(
-    *, rendered: Rendered, items: Sequence[Item], dropped: Sequence[tuple[Chunk, str]], merged: Sequence[Merged],
-    input_index: Mapping[str, int], rank_of: Mapping[str, int], score_of: Mapping[str, float | None],
-    cost: Callable[[Item], int], prompt_tokens: int, message_tokens: int, cache_prefix_tokens: int,
+    *, rendered: Rendered, items: Sequence[Item], dropped: Sequence[tuple[Chunk, str]],
+    runs: Sequence[tuple[Sequence[Chunk], str]] = (), merged: Sequence[Merged],
+    input_index: Mapping[str, int], ranked: Sequence[Chunk], cost: Callable[[Item], int], prompt_tokens: int, message_tokens: int, cache_prefix_tokens: int,
     budget: int | None, tokenizer: str, estimated: bool, strategy: str, layout: str, scorer: str, passes: int,
     pruned: list[dict[str, Any]],
 ) -> DebugInfo:
     """Assemble the debug record of one pack from what each step produced (the per-chunk records
-    when they are first read)."""
+    when they are first read).
+
+    ``dropped`` are chunks left out one by one with their reasons, ``runs`` chunks left out together
+    for one reason (see :class:`edgewise.select.Fit`); ``ranked`` are all ranked chunks, best first:
+    a record's rank is its place there. A placed item carries its rank and its chunk's score.
+    """
     position = {cid: p for p, cid in enumerate(rendered.order)}
     section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
     placed = [
-        {"id": it.id, "input_index": input_index[it.id], "rank": rank_of[it.id], "score": score_of[it.id],
+        {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
          "outcome": _OUTCOME[it.form],
          "reason": "extractive summary fits where the whole chunk does not"
          if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
@@ -119,14 +125,17 @@ def build(
     of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
     for r in sorted(placed, key=lambda r: r["input_index"]):
         of[r["outcome"]].append(r["id"])
-    dropped, merged = list(dropped), list(merged)
+    dropped, runs, merged = list(dropped), list(runs), list(merged)
 
     def records() -> list[dict[str, Any]]:
+        ids = ranked.ids() if isinstance(ranked, PlainRanked) else [c.id for c in ranked]
+        rank_of = dict(zip(ids, range(len(ids))))
+        left_out = dropped + [(c, why) for chunks, why in runs for c in chunks]
         # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
         out = placed + [
-            {"id": c.id, "input_index": input_index[c.id], "rank": rank_of[c.id], "score": score_of[c.id],
+            {"id": c.id, "input_index": input_index[c.id], "rank": rank_of[c.id], "score": c.score,
              "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
-             "merged_into": None} for c, why in dropped]
+             "merged_into": None} for c, why in left_out]
         out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
                  "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
                 for m in merged]

@@ -26,6 +26,7 @@ from .errors import BudgetError, ConfigError, InputError
 from .layout import Item, Layout, Rendered, get_layout, hooks
 from .options import DEFAULT_TOKENIZER, PackOptions
 from .order import place, resolve, slot_index
+from .ranked import rank_plain
 from .score import Scorer, get_scorer
 from .score.rank import rank
 from .select import limit
@@ -130,25 +131,30 @@ class Packer:
         shared, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
         tok = PackCounts(shared)  # this pack's counts, over the shared cache
         resolve(opts.order)  # an unknown order fails before any work
-        unique, input_index, merged = normalize_indexed(chunks)
         key_id, position_test = opts.key_id, opts.order.startswith("position:")
-        if key_id is not None and key_id not in input_index:
-            raise InputError(f"key_id must name one of the chunks, but got {key_id!r}")
-        if position_test and key_id is not None:
-            slot_index(opts.order.partition(":")[2], len(unique))  # K counts the input chunks
+        lazy = None if scorer is not None or key_id is not None or _limits_or_rewrites(opts) else rank_plain(chunks)
+        if lazy is not None:  # plain dicts, nothing to limit or rewrite: chunks are built when read
+            ranked, input_index, ranked_by = lazy
+            kept, dropped, merged, rank_of = ranked, [], [], None
+            n_input = len(ranked)
+        else:
+            unique, input_index, merged = normalize_indexed(chunks)
+            if key_id is not None and key_id not in input_index:
+                raise InputError(f"key_id must name one of the chunks, but got {key_id!r}")
+            if position_test and key_id is not None:
+                slot_index(opts.order.partition(":")[2], len(unique))  # K counts the input chunks
 
-        # score, then limit
-        ranked, ranked_by = rank(query, unique, scorer, rescore=opts.rescore)
-        if key_id is not None and position_test:  # the subject of a position test goes in first, whatever its score
-            ranked.sort(key=lambda c: c.id != key_id)
-        kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
-                              word_count_threshold=opts.word_count_threshold)
-        ids = [c.id for c in ranked]
-        rank_of = dict(zip(ids, range(len(ids))))
-        score_of = dict(zip(ids, [c.score for c in ranked]))
-        if key_id is not None and position_test and key_id not in {c.id for c in kept}:
-            why = next(w for c, w in dropped if c.id == key_id)
-            raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")
+            # score, then limit
+            ranked, ranked_by = rank(query, unique, scorer, rescore=opts.rescore)
+            if key_id is not None and position_test:  # the subject of a position test goes in first, whatever its score
+                ranked.sort(key=lambda c: c.id != key_id)
+            kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
+                                  word_count_threshold=opts.word_count_threshold)
+            rank_of = {c.id: r for r, c in enumerate(ranked)}
+            if key_id is not None and position_test and key_id not in {c.id for c in kept}:
+                why = next(w for c, w in dropped if c.id == key_id)
+                raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")
+            n_input = len(unique)
 
         # prune, summarise
         key_facts = hooks.key_facts(lay, opts.high_importance_k)
@@ -164,7 +170,6 @@ class Packer:
                         opts.high_importance_k, opts.query_aware)
         meter = Meter(tok)
         layers, fixed = reserve(layers, lay, meter, opts.budget, opts.trim_profile)
-        n_input = len(unique)
 
         def render(items: list[Item], reminders: tuple[Item, ...]) -> Rendered:
             by_rank = sorted(items, key=lambda it: it.rank)
@@ -183,8 +188,8 @@ class Packer:
                          min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
         rendered = settled.rendered
         info = debug.build(
-            rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, merged=merged,
-            input_index=input_index, rank_of=rank_of, score_of=score_of,
+            rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, runs=settled.runs, merged=merged,
+            input_index=input_index, ranked=ranked,
             cost=cost,
             prompt_tokens=meter.prompt_tokens(rendered), message_tokens=meter.message_tokens(rendered),
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
@@ -237,6 +242,12 @@ def _options(options: PackOptions | Mapping[str, Any] | None) -> PackOptions:
     if isinstance(options, PackOptions):
         return options
     return PackOptions.from_dict(options)
+
+
+def _limits_or_rewrites(opts: PackOptions) -> bool:
+    """Whether ``opts`` drop chunks by count or score, or rewrite them (prune, summarise)."""
+    return (opts.top_k is not None or opts.min_score is not None or opts.word_count_threshold is not None
+            or opts.prune is not None or opts.summaries == "auto")
 
 
 def _check_position(opts: PackOptions, key: int | None, n: int, n_input: int) -> None:

@@ -14,7 +14,7 @@ as its summary, truncated at a token boundary, or not at all, against the tokens
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .checks import check_int, check_number
 from .chunk import Chunk
@@ -60,11 +60,16 @@ def limit(
 
 @dataclass(frozen=True)
 class Fit:
-    """The outcome of :func:`fit`: items to render (rank order) and chunks left out, with reasons."""
+    """The outcome of :func:`fit`: items to render (rank order) and chunks left out, with reasons.
+
+    ``runs`` are chunks left out together for one reason (a slice of the ranked chunks, never
+    walked one by one: the budget ran out, or their words outnumber the tokens left).
+    """
 
     items: list[Item]
     dropped: list[tuple[Chunk, str]]
     used: int
+    runs: list[tuple[Sequence[Chunk], str]] = field(default_factory=list)
 
 
 def fit(
@@ -94,20 +99,32 @@ def fit(
     """
     items: list[Item] = []
     dropped: list[tuple[Chunk, str]] = []
+    runs: list[tuple[Sequence[Chunk], str]] = []
     left = available
     if left is None:
         return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
     # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
     floor = cost(Item(Chunk("", ""), "whole", "", 0))
-    exhausted = ""  # the reason, shared by every chunk dropped while `left` stays the same
     # the reasons of chunks skipped on their word bound alone, by the (left, tags bound) they name
     bounded_why: dict[tuple[int, int], str] = {}
-    for rank, chunk in enumerate(ranked, first_rank):
-        if left < floor:
-            if not exhausted:
-                exhausted = f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"
-            dropped.append((chunk, exhausted))
-            continue
+    i, n = 0, len(ranked)
+    while i < n:
+        if left < floor:  # and so for every later chunk: one run, not a walk
+            runs.append((ranked[i:], f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
+            break
+        if bound is not None and left - floor < min_truncated_tokens:
+            # no chunk can be cut (its empty block costs at least `floor`): only a whole chunk or a
+            # summary can go in, so skip, as one run, the chunks whose words alone outnumber `left`
+            end = skip_unfit(ranked, i, left, bound)
+            if end > i:
+                why = bounded_why.get((left, floor)) or bounded_why.setdefault(
+                    (left, floor), _why(None, None, False, left, min_truncated_tokens, None, floor))
+                runs.append((ranked[i:end], why))
+                i = end
+                continue
+        chunk = ranked[i]
+        rank = first_rank + i
+        i += 1
         summary = chunk.summary
         # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
         # (a text of at most 2 x left characters has at most `left` words: no need to count them)
@@ -121,7 +138,6 @@ def fit(
         if need is not None and need <= left and not (prefer_summary and summary is not None):
             items.append(whole)  # type: ignore[arg-type] - set whenever need is
             left -= need
-            exhausted = ""
             continue
         need_summary = None
         if summary is not None and (bound is None or len(summary) <= 2 * left or bound(summary, left) <= left):
@@ -130,12 +146,10 @@ def fit(
             if need_summary <= left:
                 items.append(short)
                 left -= need_summary
-                exhausted = ""
                 continue
         if need is not None and need <= left:  # preferred the summary, but only the whole chunk fits (a long summary)
             items.append(whole)  # type: ignore[arg-type]
             left -= need
-            exhausted = ""
             continue
         # An empty block costs at least `floor` (and its tags at least `tags_bound`): don't price a
         # cut that cannot leave enough text.
@@ -154,28 +168,56 @@ def fit(
             if cut.text and need_cut <= left and tokenizer.count(cut.text) >= min_truncated_tokens:
                 items.append(cut)
                 left -= need_cut
-                exhausted = ""
                 continue
-        if need is None and summary is None and overhead is None and (known := bounded_why.get((left, least))):
-            dropped.append((chunk, known))  # skipped on its bound, as others were with as much left: same reason
-            continue
-        why = f"does not fit: needs {_tokens(need, left)} whole"
-        if summary is not None:
-            why += f", {need_summary if need_summary is not None else f'more than {left}'} as its summary"
-        why = (f"{why}, {left} left: too few to truncate it to "
-               f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags")
         if need is None and summary is None and overhead is None:
-            bounded_why[left, least] = why
-        dropped.append((chunk, why))
+            # skipped on its bound: the same reason as others skipped with as much left
+            known = bounded_why.get((left, least))
+            if known is None:
+                known = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
+            dropped.append((chunk, known))
+            continue
+        dropped.append((chunk, _why(need, need_summary, summary is not None, left, min_truncated_tokens, overhead, least)))
     if prefer_summary:
         # room left over: give summarised chunks their whole text back, best first
-        for i, item in enumerate(items):
+        for k, item in enumerate(items):
             if item.form == "summary":
                 extra = cost(Item(item.chunk, "whole", item.chunk.text, item.rank)) - cost(item)
                 if extra <= left:
-                    items[i] = Item(item.chunk, "whole", item.chunk.text, item.rank)
+                    items[k] = Item(item.chunk, "whole", item.chunk.text, item.rank)
                     left -= extra
-    return Fit(items, dropped, available - left)
+    return Fit(items, dropped, available - left, runs)
+
+
+def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int]) -> int:
+    """The first index from ``start`` whose chunk might go in whole or as its summary in ``left``
+    tokens (``len(ranked)`` if none): the chunks before it have no summary and more words than
+    ``left`` (see :func:`fit`). Reads texts only, so a lazy sequence builds no chunk it skips.
+    """
+    scan = getattr(ranked, "scan_texts", None)  # a lazy sequence's texts, when none can have a summary
+    limit = 2 * left
+    i = start
+    if scan is not None:
+        for text in scan(start):
+            if len(text) <= limit or bound(text, left) <= left:
+                return i
+            i += 1
+        return i
+    for chunk in ranked[start:]:
+        text = chunk.text
+        if (chunk.meta and chunk.summary is not None) or len(text) <= limit or bound(text, left) <= left:
+            return i
+        i += 1
+    return i
+
+
+def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,
+         overhead: int | None, least: int) -> str:
+    """Why a chunk was dropped: what it needed whole (and as its summary), what was left."""
+    why = f"does not fit: needs {_tokens(need, left)} whole"
+    if has_summary:
+        why += f", {need_summary if need_summary is not None else f'more than {left}'} as its summary"
+    return (f"{why}, {left} left: too few to truncate it to "
+            f"{min_truncated_tokens} tokens plus {overhead if overhead is not None else f'at least {least}'} for its tags")
 
 
 def _tokens(need: int | None, left: int) -> str:

@@ -1,0 +1,94 @@
+"""Plain input dicts are validated and ranked without building a Chunk for each (``edgewise.ranked``),
+and chunks left out together are recorded as runs (``select.Fit.runs``): neither may change a
+prompt or a debug record. The general path (Chunk objects in, every chunk built and walked) is
+the reference; hypothesis draws inputs where the budget runs out, stops in the band where no chunk
+can be cut, or leaves room to cut one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import edgewise.ranked
+from edgewise import BudgetError, pack
+from edgewise.chunk import Chunk
+from edgewise.ranked import rank_plain
+
+WORDS = st.sampled_from(["alpha", "beta", "Paris", "é", "x", "long-word", "42", "\n", "  ", "\x1c", "👍", "/"])
+TEXT = st.one_of(st.lists(WORDS, min_size=10, max_size=150).map(" ".join), st.text(max_size=120))
+
+
+@st.composite
+def requests(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(min_value=0, max_value=30) | st.integers(min_value=10, max_value=30))
+    scored = draw(st.booleans())
+    chunks = []
+    for i in range(n):
+        c: dict[str, Any] = {"text": draw(TEXT)}
+        if draw(st.booleans()):
+            c["id"] = f"d{i}"
+        if draw(st.booleans()):
+            c["title"] = draw(st.sampled_from(["", "T", "A longer title", "Paris (city)"]))
+        if scored:
+            c["score"] = float(draw(st.integers(0, 4)))  # ties: input order must break them
+        chunks.append(c)
+    return dict(
+        query=draw(st.sampled_from(["Where?", "What is the capital of France?"])),
+        chunks=chunks,
+        budget=draw(st.none() | st.integers(min_value=200, max_value=1200) | st.integers(min_value=300, max_value=500)),
+        tokenizer=draw(st.sampled_from(["cl100k_base", "o200k_base", "words"])),
+        order=draw(st.sampled_from(["edges", "relevance", "original"])),
+        layout=draw(st.sampled_from(["sections", "layered", "paper", "kv"])),
+        min_truncated_tokens=draw(st.integers(min_value=1, max_value=40)),
+        high_importance_k=draw(st.integers(min_value=0, max_value=4)),
+    )
+
+
+def _result(req: dict[str, Any], chunks: list[Any]) -> Any:
+    try:
+        out = pack(**{**req, "chunks": chunks})
+    except BudgetError as exc:
+        return str(exc)
+    return out.prompt, out.messages("openai"), out.messages("anthropic"), out.debug_info.to_dict()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
+    dicts = req["chunks"]
+    assert rank_plain(dicts) is not None  # the lazy path is the one under test
+    general = [Chunk.from_dict(c, i) for i, c in enumerate(dicts)]  # Chunk objects: the general path
+    assert _result(req, dicts) == _result(req, general)
+
+
+def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 plain dicts under a budget that holds a few: only the chunks the fit looks at are built
+    (the placed ones and the first one that does not fit), until the debug records are read."""
+    built: list[int] = []
+    plain = edgewise.ranked._plain
+
+    def counting(obj: Any, at: int) -> Chunk | None:
+        built.append(at)
+        return plain(obj, at)
+
+    monkeypatch.setattr(edgewise.ranked, "_plain", counting)
+    chunks = [{"id": f"c{i}", "text": "word " * 100, "score": float(-i)} for i in range(2000)]
+    out = pack("q", chunks, budget=1000, tokenizer="cl100k_base", layout="sections", min_truncated_tokens=1000)
+    placed = len(out.debug_info.order)
+    assert 0 < placed < 20 and len(built) <= 2 * (placed + 1)
+    assert len(out.debug_info.chunks) == 2000 and len(out.debug_info.dropped) == 2000 - placed
+    reasons = {d["reason"] for d in out.debug_info.dropped}
+    assert len(reasons) == 1 and next(iter(reasons)).startswith(("budget exhausted: ", "does not fit: needs more than"))
+
+
+def test_what_the_lazy_path_leaves_to_the_general_one() -> None:
+    ok = [{"id": "a", "text": "x", "score": 0.5}]
+    assert rank_plain(ok) is not None and rank_plain(tuple(ok)) is not None
+    for items in (iter(ok), [Chunk("a", "x")], [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}],
+                  [{"text": "x", "score": 1}], [{"text": "x", "score": 0.5}, {"text": "y"}],
+                  [{"text": "x", "meta": {"summary": "s"}}], [{"text": "x", "score": float("nan")}], "text"):
+        assert rank_plain(items) is None
