@@ -69,13 +69,13 @@ def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """2,000 plain dicts under a budget that holds a few: only the chunks the fit looks at are built
     (the placed ones and the first one that does not fit), until the debug records are read."""
     built: list[int] = []
-    plain = edgewise.ranked._plain
+    plain = edgewise.ranked.plain_chunk
 
-    def counting(obj: Any, at: int) -> Chunk | None:
+    def counting(fields: Any, at: int) -> Chunk:
         built.append(at)
-        return plain(obj, at)
+        return plain(fields, at)
 
-    monkeypatch.setattr(edgewise.ranked, "_plain", counting)
+    monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
     chunks = [{"id": f"c{i}", "text": "word " * 100, "score": float(-i)} for i in range(2000)]
     out = pack("q", chunks, budget=1000, tokenizer="cl100k_base", layout="sections", min_truncated_tokens=1000)
     placed = len(out.debug_info.order)

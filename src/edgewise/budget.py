@@ -18,6 +18,7 @@ from .chunk import Chunk
 from .countcache import CountCache, line_break_tail, split_is_clean
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
+from .ranked import PlainRanked
 from .select import Fit, fit
 from .tokens import Tokenizer
 
@@ -326,7 +327,7 @@ class Bounds:
     :func:`edgewise.select.fit`): of a block holding a text, and of a chunk's truncated tags."""
 
     text: Callable[[str, int], int] | None = None
-    tags: Callable[[Chunk], int] | None = None
+    tags: Callable[[str | None], int] | None = None
 
 
 def fit_two_phase(
@@ -348,7 +349,7 @@ def fit_two_phase(
 
 def has_summaries(chunks: Sequence[Chunk]) -> bool:
     """Whether any of ``chunks`` has a summary (a lazy sequence of plain chunks says none can)."""
-    if getattr(chunks, "scan_texts", None) is not None:
+    if isinstance(chunks, PlainRanked):
         return False
     return any(c.meta and c.summary for c in chunks)
 

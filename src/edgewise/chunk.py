@@ -112,14 +112,20 @@ _ID, _TEXT, _SCORE, _TITLE, _TOKENS, _META = (Chunk.__dict__[f].__set__ for f in
 
 
 def _plain(obj: Any, index: int) -> Chunk | None:
-    """The common input, validated without a field-by-field walk (see :func:`plain_fields`), built
-    straight into the Chunk's slots (a frozen dataclass's ``__init__`` goes through
-    ``object.__setattr__`` per field). ``None`` for anything else, which :meth:`Chunk.from_dict`
-    then checks field by field; both give the same Chunk.
+    """The common input, validated without a field-by-field walk (see :func:`plain_fields`) and
+    built by :func:`plain_chunk`. ``None`` for anything else, which :meth:`Chunk.from_dict` then
+    checks field by field; both give the same Chunk.
     """
     fields = plain_fields(obj)
-    if fields is None:
-        return None
+    return None if fields is None else plain_chunk(fields, index)
+
+
+PlainFields = tuple[str, "str | None", "float | None", "str | None"]
+
+
+def plain_chunk(fields: PlainFields, index: int) -> Chunk:
+    """The Chunk of a plain input's fields (``plain_fields``), built straight into its slots (a
+    frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field)."""
     text, cid, score, title = fields
     chunk = _new(Chunk)
     _ID(chunk, f"chunk-{index}" if cid is None else cid)
@@ -131,7 +137,7 @@ def _plain(obj: Any, index: int) -> Chunk | None:
     return chunk
 
 
-def plain_fields(obj: Any) -> tuple[str, str | None, float | None, str | None] | None:
+def plain_fields(obj: Any) -> PlainFields | None:
     """(text, id, score, title) of a plain input: a dict whose text and id are strings (or no id),
     score a finite float or absent, title a string or absent, and no tokens or meta; else None.
 

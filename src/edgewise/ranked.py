@@ -21,16 +21,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from .chunk import Chunk, _plain, plain_fields
+from .chunk import Chunk, PlainFields, plain_chunk, plain_fields
 
 
 class PlainRanked(Sequence[Chunk]):
-    """Chunks best first, each built from the caller's dict when read (none of them has a summary)."""
+    """Chunks best first, each built from its validated fields when read (none has a summary)."""
 
-    __slots__ = ("_items", "_order")
+    __slots__ = ("_rows", "_ids", "_order")
 
-    def __init__(self, items: Sequence[dict[str, Any]], order: list[int]) -> None:
-        self._items = items  # the caller's dicts, in input order
+    def __init__(self, rows: list[PlainFields], ids: list[str], order: list[int]) -> None:
+        self._rows = rows  # (text, id, score, title) of each input dict, in input order
+        self._ids = ids  # their ids (given or defaulted), in input order
         self._order = order  # their input positions, best first
 
     def __len__(self) -> int:
@@ -42,29 +43,32 @@ class PlainRanked(Sequence[Chunk]):
     def __getitem__(self, i: slice) -> PlainRanked: ...
     def __getitem__(self, i: int | slice) -> Chunk | PlainRanked:
         if isinstance(i, slice):
-            return PlainRanked(self._items, self._order[i])
+            return PlainRanked(self._rows, self._ids, self._order[i])
         at = self._order[i]
-        return _plain(self._items[at], at)  # type: ignore[return-value] - validated by rank_plain
+        return plain_chunk(self._rows[at], at)
 
     def __iter__(self) -> Iterator[Chunk]:
-        items = self._items
+        rows = self._rows
         for at in self._order:
-            yield _plain(items[at], at)  # type: ignore[misc]
+            yield plain_chunk(rows[at], at)
 
-    def scan_texts(self, start: int) -> Iterator[str]:
-        """The texts from rank ``start`` on, read without building chunks."""
-        items = self._items
-        return (items[at]["text"] for at in self._order[start:])
+    def scan(self, start: int) -> Iterator[tuple[str, str | None, bool]]:
+        """(text, title, has a summary) of each chunk from rank ``start`` on, read without building
+        it (a plain chunk has no summary)."""
+        rows, order = self._rows, self._order
+        for k in range(start, len(order)):
+            text, _, _, title = rows[order[k]]
+            yield text, title or None, False
+
+    def pick(self, ats: list[int]) -> PlainRanked:
+        """The chunks at ranks ``ats``, still lazy."""
+        order = self._order
+        return PlainRanked(self._rows, self._ids, [order[at] for at in ats])
 
     def ids(self) -> list[str]:
         """The chunks' ids, best first, without building them."""
-        items = self._items
-        return [_id(items[at], at) for at in self._order]
-
-
-def _id(obj: dict[str, Any], at: int) -> str:
-    cid = obj.get("id")
-    return f"chunk-{at}" if cid is None else cid
+        ids = self._ids
+        return [ids[at] for at in self._order]
 
 
 def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
@@ -75,12 +79,14 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
     """
     if type(items) is not list and type(items) is not tuple:
         return None
+    rows: list[PlainFields] = []
     ids: list[str] = []
     scores: list[float | None] = []
     for at, obj in enumerate(items):
         fields = plain_fields(obj)
         if fields is None:
             return None
+        rows.append(fields)
         cid = fields[1]
         ids.append(f"chunk-{at}" if cid is None else cid)
         scores.append(fields[2])
@@ -88,7 +94,7 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
     if len(input_index) < len(ids):
         return None
     if None not in scores:  # a stable sort, as rank() sorts given scores: ties keep input order
-        return PlainRanked(items, sorted(range(len(ids)), key=scores.__getitem__, reverse=True)), input_index, "given"
+        return PlainRanked(rows, ids, sorted(range(len(ids)), key=scores.__getitem__, reverse=True)), input_index, "given"
     if scores.count(None) == len(scores):
-        return PlainRanked(items, list(range(len(ids)))), input_index, "input order"
+        return PlainRanked(rows, ids, list(range(len(ids)))), input_index, "input order"
     return None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .checks import check_int, check_number
 from .chunk import Chunk
 from .layout.base import Item
+from .ranked import PlainRanked
 from .tokens import Tokenizer
 
 
@@ -82,7 +83,7 @@ def fit(
     first_rank: int = 0,
     prefer_summary: bool = False,
     bound: Callable[[str, int], int] | None = None,
-    tags_bound: Callable[[Chunk], int] | None = None,
+    tags_bound: Callable[[str | None], int] | None = None,
 ) -> Fit:
     """Greedily fit chunks, best first, into ``available`` tokens (None: no limit).
 
@@ -94,8 +95,8 @@ def fit(
     ``bound(text, stop)``, if given, is a provable lower bound on the cost of any item holding
     ``text`` (it may stop counting past ``stop``): a chunk (or summary) whose bound already exceeds
     the tokens left is known not to fit without rendering or encoding it, so a budget that fills
-    early costs what the placed chunks cost, not a pass over every chunk. ``tags_bound(chunk)``, if
-    given, bounds the cost of the chunk's block truncated to no text the same way.
+    early costs what the placed chunks cost, not a pass over every chunk. ``tags_bound(title)``, if
+    given, bounds the cost of a chunk's block truncated to no text the same way, by its title.
     """
     items: list[Item] = []
     dropped: list[tuple[Chunk, str]] = []
@@ -112,14 +113,21 @@ def fit(
         if left < floor:  # and so for every later chunk: one run, not a walk
             runs.append((ranked[i:], f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
             break
-        if bound is not None and left - floor < min_truncated_tokens:
-            # no chunk can be cut (its empty block costs at least `floor`): only a whole chunk or a
-            # summary can go in, so skip, as one run, the chunks whose words alone outnumber `left`
-            end = skip_unfit(ranked, i, left, bound)
+        if bound is not None and (left - floor < min_truncated_tokens or tags_bound is not None):
+            # skip, without building them, the chunks that cannot go in: no summary, more words than
+            # `left`, and too little room to cut them (their empty block costs at least `floor`, their
+            # tags at least `tags_bound`); one run per reason
+            cut_floor = None if left - floor < min_truncated_tokens else tags_bound
+            end, leasts = skip_unfit(ranked, i, left, bound, cut_floor, min_truncated_tokens)
             if end > i:
-                why = bounded_why.get((left, floor)) or bounded_why.setdefault(
-                    (left, floor), _why(None, None, False, left, min_truncated_tokens, None, floor))
-                runs.append((ranked[i:end], why))
+                groups: dict[int, list[int]] = {floor: list(range(i, end))} if leasts is None else {}
+                for at, least in enumerate(leasts or (), i):
+                    groups.setdefault(least, []).append(at)
+                for least, ats in groups.items():
+                    why = bounded_why.get((left, least))
+                    if why is None:
+                        why = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
+                    runs.append((ranked[i:end] if len(ats) == end - i else subset(ranked, ats), why))
                 i = end
                 continue
         chunk = ranked[i]
@@ -155,7 +163,7 @@ def fit(
         # cut that cannot leave enough text.
         overhead, least = None, floor
         if left - floor >= min_truncated_tokens:
-            least = floor if tags_bound is None else tags_bound(chunk)
+            least = floor if tags_bound is None else tags_bound(chunk.title)
             if left - least >= min_truncated_tokens:
                 overhead = cost(Item(chunk, "truncated", "", rank))
         room = -1 if overhead is None else left - overhead
@@ -188,26 +196,34 @@ def fit(
     return Fit(items, dropped, available - left, runs)
 
 
-def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int]) -> int:
-    """The first index from ``start`` whose chunk might go in whole or as its summary in ``left``
-    tokens (``len(ranked)`` if none): the chunks before it have no summary and more words than
-    ``left`` (see :func:`fit`). Reads texts only, so a lazy sequence builds no chunk it skips.
+def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
+               tags_bound: Callable[[str | None], int] | None, min_truncated_tokens: int) -> tuple[int, list[int] | None]:
+    """From ``start``, the chunks that cannot go in ``left`` tokens (see :func:`fit`): no summary,
+    more words than ``left``, and, when ``tags_bound`` is given, tags that leave fewer than
+    ``min_truncated_tokens`` (else no chunk can be cut at all). Returns the index of the first chunk
+    that might go in (``len(ranked)`` if none) and, with ``tags_bound``, each skipped chunk's tags
+    bound. Reads texts and titles only, so a lazy sequence builds no chunk it skips.
     """
-    scan = getattr(ranked, "scan_texts", None)  # a lazy sequence's texts, when none can have a summary
+    scan = ranked.scan(start) if isinstance(ranked, PlainRanked) else (  # from `start`, not a copy from it
+        (c.text, c.title, bool(c.meta) and c.summary is not None) for c in map(ranked.__getitem__, range(start, len(ranked))))
     limit = 2 * left
+    leasts: list[int] | None = None if tags_bound is None else []
     i = start
-    if scan is not None:
-        for text in scan(start):
-            if len(text) <= limit or bound(text, left) <= left:
-                return i
-            i += 1
-        return i
-    for chunk in ranked[start:]:
-        text = chunk.text
-        if (chunk.meta and chunk.summary is not None) or len(text) <= limit or bound(text, left) <= left:
-            return i
+    for text, title, has_summary in scan:
+        if has_summary or len(text) <= limit or bound(text, left) <= left:
+            break
+        if leasts is not None:
+            least = tags_bound(title)  # type: ignore[misc] - set with leasts
+            if left - least >= min_truncated_tokens:
+                break
+            leasts.append(least)
         i += 1
-    return i
+    return i, leasts
+
+
+def subset(ranked: Sequence[Chunk], ats: list[int]) -> Sequence[Chunk]:
+    """The chunks at indexes ``ats`` (a lazy sequence stays lazy)."""
+    return ranked.pick(ats) if isinstance(ranked, PlainRanked) else [ranked[at] for at in ats]
 
 
 def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,

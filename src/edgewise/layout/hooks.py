@@ -17,7 +17,8 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   without encoding it (see :func:`edgewise.tokens.words_bound`). Default: no promise.
 - ``tags_bound(chunk, tok) -> int``: a lower bound on the cost of the chunk's block truncated to no
   text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
-  rendered to find that out. Default: none (the block is rendered and counted).
+  rendered to find that out. It may read the chunk's title only: it is asked once per title, with
+  a chunk that has no id or text. Default: none (the block is rendered and counted).
 - ``renders_by_name = True``: a promise that the layout renders the same for the same name (no file
   or other state behind it), so what its section headers and joins add to the blocks is measured
   once per name, layers and tokenizer. Default: measured for every pack.
@@ -45,17 +46,18 @@ def renders_by_name(lay: Layout) -> bool:
     return getattr(lay, "renders_by_name", False) is True
 
 
-def tags_bound(lay: Layout, tok: Any) -> Callable[[Chunk], int] | None:
-    """The layout's bound on a chunk's truncated tags, remembered per title for one pack."""
+def tags_bound(lay: Layout, tok: Any) -> Callable[[str | None], int] | None:
+    """The layout's bound on a truncated chunk's tags, by the chunk's title, remembered per title
+    for one pack."""
     fn = getattr(lay, "tags_bound", None)
     if fn is None or not getattr(tok, "split_proven", False):
         return None
     by_title: dict[str | None, int] = {}
 
-    def bound(chunk: Chunk) -> int:
-        found = by_title.get(chunk.title)
+    def bound(title: str | None) -> int:
+        found = by_title.get(title)
         if found is None:
-            found = by_title[chunk.title] = fn(chunk, tok)
+            found = by_title[title] = fn(Chunk("", "", title=title), tok)
         return found
 
     return bound
