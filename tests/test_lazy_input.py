@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import edgewise.ranked
 from edgewise import BudgetError, pack
-from edgewise.chunk import Chunk
+from edgewise.chunk import Chunk, normalize, plain_fields
 from edgewise.ranked import rank_plain
+from edgewise.score.rank import rank
 
 WORDS = st.sampled_from(["alpha", "beta", "Paris", "é", "x", "long-word", "42", "\n", "  ", "\x1c", "👍", "/"])
 TEXT = st.one_of(st.lists(WORDS, min_size=10, max_size=150).map(" ".join), st.text(max_size=120))
@@ -60,7 +61,7 @@ def _result(req: dict[str, Any], chunks: list[Any]) -> Any:
 @given(requests())
 def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
     dicts = req["chunks"]
-    assert rank_plain(dicts) is not None  # the lazy path is the one under test
+    assert rank_plain(dicts) is not None or not dicts  # the lazy path is the one under test
     general = [Chunk.from_dict(c, i) for i, c in enumerate(dicts)]  # Chunk objects: the general path
     assert _result(req, dicts) == _result(req, general)
 
@@ -71,9 +72,9 @@ def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
     plain = edgewise.ranked.plain_chunk
 
-    def counting(fields: Any, at: int) -> Chunk:
-        built.append(at)
-        return plain(fields, at)
+    def counting(*fields: Any) -> Chunk:
+        built.append(1)
+        return plain(*fields)
 
     monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
     chunks = [{"id": f"c{i}", "text": "word " * 100, "score": float(-i)} for i in range(2000)]
@@ -92,3 +93,29 @@ def test_what_the_lazy_path_leaves_to_the_general_one() -> None:
                   [{"text": "x", "score": 1}], [{"text": "x", "score": 0.5}, {"text": "y"}],
                   [{"text": "x", "meta": {"summary": "s"}}], [{"text": "x", "score": float("nan")}], "text"):
         assert rank_plain(items) is None
+
+
+HOSTILE = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=3), st.just({}), st.just({"summary": "s"}))
+PLAIN = st.fixed_dictionaries({"text": st.text(max_size=5)}, optional={
+    "id": st.sampled_from(["a", "b", "", "chunk-1"]), "score": st.floats(-1, 1), "title": st.sampled_from(["", "T"])})
+ANY_ITEM = st.one_of(PLAIN, PLAIN.flatmap(lambda d: st.dictionaries(
+    st.sampled_from(["id", "text", "score", "title", "tokens", "meta", "x"]), HOSTILE, max_size=3).map(lambda e: {**d, **e})))
+
+
+@settings(max_examples=500)
+@given(st.lists(ANY_ITEM, max_size=5))
+def test_the_column_checks_accept_what_the_one_by_one_checks_accept(items: list[dict[str, Any]]) -> None:
+    """rank_plain takes a list exactly when plain_fields takes every item, the ids are distinct and
+    every item or none has a score; and it ranks the chunks the general path ranks."""
+    fields = [plain_fields(d) for d in items]
+    ids = [f[1] if f[1] is not None else f"chunk-{i}" for i, f in enumerate(fields) if f is not None]
+    scored = {f[2] is not None for f in fields if f is not None}
+    expected = bool(items) and None not in fields and len(set(ids)) == len(ids) and len(scored) == 1
+    got = rank_plain(items)
+    assert (got is not None) == expected
+    if got is not None:
+        ranked, input_index, by = got
+        general, _ = rank("q", normalize(items)[0])
+        assert list(ranked) == general and ranked.ids() == [c.id for c in general]
+        assert input_index == {c: i for i, c in enumerate(ids)} and by == ("given" if True in scored else "input order")

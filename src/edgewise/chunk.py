@@ -117,18 +117,17 @@ def _plain(obj: Any, index: int) -> Chunk | None:
     checks field by field; both give the same Chunk.
     """
     fields = plain_fields(obj)
-    return None if fields is None else plain_chunk(fields, index)
-
-
-PlainFields = tuple[str, "str | None", "float | None", "str | None"]
-
-
-def plain_chunk(fields: PlainFields, index: int) -> Chunk:
-    """The Chunk of a plain input's fields (``plain_fields``), built straight into its slots (a
-    frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field)."""
+    if fields is None:
+        return None
     text, cid, score, title = fields
+    return plain_chunk(text, f"chunk-{index}" if cid is None else cid, score, title)
+
+
+def plain_chunk(text: str, cid: str, score: float | None, title: str | None) -> Chunk:
+    """The Chunk of a plain input's validated fields (see :func:`plain_fields`), built straight
+    into its slots (a frozen dataclass's ``__init__`` goes through ``object.__setattr__`` per field)."""
     chunk = _new(Chunk)
-    _ID(chunk, f"chunk-{index}" if cid is None else cid)
+    _ID(chunk, cid)
     _TEXT(chunk, text)
     _SCORE(chunk, score)
     _TITLE(chunk, title or None)
@@ -137,7 +136,7 @@ def plain_chunk(fields: PlainFields, index: int) -> Chunk:
     return chunk
 
 
-def plain_fields(obj: Any) -> PlainFields | None:
+def plain_fields(obj: Any) -> tuple[str, str | None, float | None, str | None] | None:
     """(text, id, score, title) of a plain input: a dict whose text and id are strings (or no id),
     score a finite float or absent, title a string or absent, and no tokens or meta; else None.
 
