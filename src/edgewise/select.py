@@ -109,11 +109,12 @@ def fit(
     # the reasons of chunks skipped on their word bound alone, by the (left, tags bound) they name
     bounded_why: dict[tuple[int, int], str] = {}
     i, n = 0, len(ranked)
+    dropped_last = False  # whether the chunk before was left out: then look for a run of them
     while i < n:
         if left < floor:  # and so for every later chunk: one run, not a walk
             runs.append((ranked[i:], f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
             break
-        if bound is not None and (left - floor < min_truncated_tokens or tags_bound is not None):
+        if bound is not None and dropped_last and (left - floor < min_truncated_tokens or tags_bound is not None):
             # skip, without building them, the chunks that cannot go in: no summary, more words than
             # `left`, and too little room to cut them (their empty block costs at least `floor`, their
             # tags at least `tags_bound`); one run per reason
@@ -133,6 +134,7 @@ def fit(
         chunk = ranked[i]
         rank = first_rank + i
         i += 1
+        dropped_last = False
         summary = chunk.summary
         # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
         # (a text of at most 2 x left characters has at most `left` words: no need to count them)
@@ -183,8 +185,10 @@ def fit(
             if known is None:
                 known = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
             dropped.append((chunk, known))
+            dropped_last = True
             continue
         dropped.append((chunk, _why(need, need_summary, summary is not None, left, min_truncated_tokens, overhead, least)))
+        dropped_last = True
     if prefer_summary:
         # room left over: give summarised chunks their whole text back, best first
         for k, item in enumerate(items):
