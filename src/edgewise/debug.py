@@ -112,22 +112,24 @@ def build(
     for one reason (see :class:`edgewise.select.Fit`); ``ranked`` are all ranked chunks, best first:
     a record's rank is its place there. A placed item carries its rank and its chunk's score.
     """
-    position = {cid: p for p, cid in enumerate(rendered.order)}
-    section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
-    placed = [
-        {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
-         "outcome": _OUTCOME[it.form],
-         "reason": "extractive summary fits where the whole chunk does not"
-         if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
-         "position": position.get(it.id), "section": section_of.get(it.id), "tokens": cost(it), "merged_into": None}
-        for it in items
-    ]
+    items = list(items)
+    tokens = [cost(it) for it in items]  # from the pack's memo: the records need not keep it alive
     of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    for r in sorted(placed, key=lambda r: r["input_index"]):
-        of[r["outcome"]].append(r["id"])
+    for it in sorted(items, key=lambda it: input_index[it.id]):
+        of[_OUTCOME[it.form]].append(it.id)
     dropped, runs, merged = list(dropped), list(runs), list(merged)
 
     def records() -> list[dict[str, Any]]:
+        position = {cid: p for p, cid in enumerate(rendered.order)}
+        section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
+        placed = [
+            {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
+             "outcome": _OUTCOME[it.form],
+             "reason": "extractive summary fits where the whole chunk does not"
+             if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
+             "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
+            for it, n in zip(items, tokens)
+        ]
         ids = ranked.ids() if isinstance(ranked, PlainRanked) else [c.id for c in ranked]
         rank_of = dict(zip(ids, range(len(ids))))
         left_out = dropped + [(c, why) for chunks, why in runs for c in chunks]
