@@ -17,7 +17,8 @@ from edgewise.chunk import Chunk, _plain, normalize_indexed
 from edgewise.errors import InputError
 from edgewise.layout.base import _SEP_RE, INDENT, attr, quote_tail
 
-HOSTILE = st.sampled_from(["", " ", '"', "\\", "\n", "\x85", "\u2028", "\u2029", "\x7f", "\u00a0", "\x1c", "é", "👍", "\t"])
+HOSTILE = st.sampled_from(["", " ", '"', "\\", "\n", "\x85", "\u2028", "\u2029", "\x7f", "\u00a0", "\x1c", "é", "👍", "\t",
+                          "\r", "\r\n", "\x0b", "\x0c", "\x1d", "\x1e", "\x1f", "a"])
 TEXT = st.one_of(st.text(max_size=40), st.lists(HOSTILE, max_size=6).map("".join))
 
 

@@ -40,8 +40,26 @@ def quote(text: str) -> str:
 
 def quote_tail(text: str) -> str:
     """Indent every line of ``text`` but the first (for payloads that start on a structure line)."""
-    # every separator is unprintable: printable text (most chunks) has none to indent
-    return text if text.isprintable() else _quote_tail(text)
+    return _quote_tail(text) if has_separator(text) else text
+
+
+_ASCII_SEPS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e")  # the ASCII characters of _SEP
+
+
+def has_separator(text: str) -> bool:
+    r"""Whether ``text`` may hold a line separator (False: it holds none). An ASCII text is searched
+    for the seven ASCII ones (a fast scan each, ~5x quicker than ``isprintable`` on a passage);
+    another is tested with ``isprintable`` (every separator is unprintable).
+
+    >>> has_separator("one line"), has_separator("two\nlines"), has_separator("tab\there"), has_separator("é\u2028")
+    (False, True, False, True)
+    """
+    if text.isascii():
+        for c in _ASCII_SEPS:
+            if c in text:
+                return True
+        return False
+    return not text.isprintable()
 
 
 @lru_cache(maxsize=4096)  # a chunk is rendered several times while its budget is settled
