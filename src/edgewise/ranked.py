@@ -65,6 +65,10 @@ class PlainRanked(Sequence[Chunk]):
             at = order[k]
             yield texts[at], titles[at] or None, False
 
+    def texts_from(self, start: int) -> Iterator[str]:
+        """The texts from rank ``start`` on (an iterator in C: no frame per text)."""
+        return map(self._texts.__getitem__, map(self._order.__getitem__, range(start, len(self._order))))
+
     def pick(self, ats: list[int]) -> PlainRanked:
         """The chunks at ranks ``ats``, still lazy."""
         order = self._order

@@ -208,6 +208,13 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     that might go in (``len(ranked)`` if none) and, with ``tags_bound``, each skipped chunk's tags
     bound. Reads texts and titles only, so a lazy sequence builds no chunk it skips.
     """
+    if tags_bound is None and isinstance(ranked, PlainRanked):  # texts alone, read in C
+        i = start
+        for text in ranked.texts_from(start):
+            if len(text) <= 2 * left or bound(text, left) <= left:
+                break
+            i += 1
+        return i, None
     scan = ranked.scan(start) if isinstance(ranked, PlainRanked) else (  # from `start`, not a copy from it
         (c.text, c.title, bool(c.meta) and c.summary is not None) for c in map(ranked.__getitem__, range(start, len(ranked))))
     limit = 2 * left
