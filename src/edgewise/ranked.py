@@ -59,11 +59,9 @@ class PlainRanked(Sequence[Chunk]):
 
     def scan(self, start: int) -> Iterator[tuple[str, str | None, bool]]:
         """(text, title, has a summary) of each chunk from rank ``start`` on, read without building
-        it (a plain chunk has no summary)."""
-        texts, titles, order = self._texts, self._titles, self._order
-        for k in range(start, len(order)):
-            at = order[k]
-            yield texts[at], titles[at] or None, False
+        it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
+        at = map(self._order.__getitem__, range(start, len(self._order)))
+        return zip(self.texts_from(start), map(self._titles.__getitem__, at), repeat(False))
 
     def texts_from(self, start: int) -> Iterator[str]:
         """The texts from rank ``start`` on (an iterator in C: no frame per text)."""

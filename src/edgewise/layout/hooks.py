@@ -56,8 +56,8 @@ def tags_bound(lay: Layout, tok: Any) -> Callable[[str | None], int] | None:
 
     def bound(title: str | None) -> int:
         found = by_title.get(title)
-        if found is None:
-            found = by_title[title] = fn(Chunk("", "", title=title), tok)
+        if found is None:  # an empty title is no title, as a chunk has it
+            found = by_title[title] = fn(Chunk("", "", title=title or None), tok)
         return found
 
     return bound
