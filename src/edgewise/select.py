@@ -209,9 +209,9 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     bound. Reads texts and titles only, so a lazy sequence builds no chunk it skips.
     """
     if tags_bound is None and isinstance(ranked, PlainRanked):  # texts alone, read in C
-        i = start
+        i, limit = start, 2 * left
         for text in ranked.texts_from(start):
-            if len(text) <= 2 * left or bound(text, left) <= left:
+            if len(text) <= limit or bound(text, left) <= left:
                 break
             i += 1
         return i, None
