@@ -64,24 +64,43 @@ def test_prune_speed_benchmark_tiny_run(capsys):
     assert "prune / score, CPU medians:" in out
 
 
-def test_pack_runs_summarises_the_committed_alternated_runs(capsys):
-    """benchmarks/pack_runs.py reads pack.py's saved outputs: every row of both versions, each run's ratios."""
+@pytest.mark.parametrize("folder,runs,sizes", [("pack-issue9-ab", 3, ("20", "200")),
+                                               ("pack-issue9-third/small", 3, ("20", "200")),
+                                               ("pack-issue9-third/large", 2, ("2,000", "20,000"))])
+def test_pack_runs_summarises_the_committed_alternated_runs(capsys, folder, runs, sizes):
+    """benchmarks/pack_runs.py reads pack.py's saved outputs: every row of both versions, each run's
+    ratios; the committed summary is its output, and BENCHMARKS.md quotes that summary's table."""
     spec = importlib.util.spec_from_file_location("bench_pack_runs", ROOT / "benchmarks" / "pack_runs.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    runs = sorted((ROOT / "docs" / "bench" / "pack-issue9-ab").glob("*.txt"))
-    base, after = [p for p in runs if p.name.endswith("-base.txt")], [p for p in runs if p.name.endswith("-after.txt")]
-    assert len(base) == len(after) == 3
+    saved = sorted((ROOT / "docs" / "bench" / folder).glob("*.txt"))
+    base, after = [p for p in saved if p.name.endswith("-base.txt")], [p for p in saved if p.name.endswith("-after.txt")]
+    assert len(base) == len(after) == runs
     parsed = bench.rows(after[0])
-    assert sorted(parsed) == sorted((n, b) for n in ("20", "200") for b in ("4,000", "32,000", "128,000"))
+    assert sorted(parsed) == sorted((n, b) for n in sizes for b in ("4,000", "32,000", "128,000"))
     assert all(med <= worst for med, worst, _, _ in parsed.values())
     bench.main([str(p) for p in base] + ["--"] + [str(p) for p in after])
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line.startswith("| 20")]
+    lines = [line for line in out.splitlines() if line.startswith(tuple(f"| {n} |" for n in sizes))]
     assert len(lines) == 12 and [line.split(" | ")[2] for line in lines[:2]] == ["A", "B"]
-    # the committed summary is this output
-    assert out.split("\n\n", 1)[1].strip() == (ROOT / "docs" / "bench" / "pack-issue9-ab" / "summary.txt").read_text(
+    # the committed summary is this output, and BENCHMARKS.md quotes its rows
+    assert out.split("\n\n", 1)[1].strip() == (ROOT / "docs" / "bench" / folder / "summary.txt").read_text(
         encoding="utf-8").split("\n\n", 1)[1].strip()
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert all(line in doc for line in lines)
+
+
+def test_the_20000_chunk_table_is_read_off_the_committed_runs():
+    """BENCHMARKS.md's third-pass table of 20,000-chunk packs: each cell is a raw run's cold median (worst)."""
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    folder = ROOT / "docs" / "bench" / "pack-issue9-third" / "large"
+    for budget in ("4,000", "32,000", "128,000"):
+        cells = []
+        for name in ("1-base", "2-base", "1-after", "2-after"):
+            row = next(line for line in (folder / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+                       if line.startswith(f"| 20,000 | {budget} |"))
+            cells.append(row.split(" | ")[3])
+        assert f"| {budget} | " + " | ".join(cells) + " |" in doc
 
 
 def test_cold_tables_tiny_run(capsys):
