@@ -68,7 +68,8 @@ def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
 
 def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """2,000 plain dicts under a budget that holds a few: only the chunks the fit looks at are built
-    (the placed ones and the first one that does not fit), until the debug records are read."""
+    (the placed ones and the first one that does not fit); the debug records of the others are read
+    off the validated columns, still without building them."""
     built: list[int] = []
     plain = edgewise.ranked.plain_chunk
 
@@ -81,7 +82,11 @@ def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     out = pack("q", chunks, budget=1000, tokenizer="cl100k_base", layout="sections", min_truncated_tokens=1000)
     placed = len(out.debug_info.order)
     assert 0 < placed < 20 and len(built) <= 2 * (placed + 1)
+    before = len(built)
     assert len(out.debug_info.chunks) == 2000 and len(out.debug_info.dropped) == 2000 - placed
+    assert len(built) == before
+    assert [(r["id"], r["rank"], r["score"]) for r in out.debug_info.chunks[-2:]] == [("c1998", 1998, -1998.0),
+                                                                                  ("c1999", 1999, -1999.0)]
     reasons = {d["reason"] for d in out.debug_info.dropped}
     assert len(reasons) == 1 and next(iter(reasons)).startswith(("budget exhausted: ", "does not fit: needs more than"))
 

@@ -132,12 +132,16 @@ def build(
         ]
         ids = ranked.ids() if isinstance(ranked, PlainRanked) else [c.id for c in ranked]
         rank_of = dict(zip(ids, range(len(ids))))
-        left_out = dropped + [(c, why) for chunks, why in runs for c in chunks]
+        # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
+        left_out = [(c.id, c.score, why) for c, why in dropped]
+        for chunks, why in runs:
+            pairs = chunks.ids_scores() if isinstance(chunks, PlainRanked) else ((c.id, c.score) for c in chunks)
+            left_out += [(cid, score, why) for cid, score in pairs]
         # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
         out = placed + [
-            {"id": c.id, "input_index": input_index[c.id], "rank": rank_of[c.id], "score": c.score,
+            {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,
              "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
-             "merged_into": None} for c, why in left_out]
+             "merged_into": None} for cid, score, why in left_out]
         out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
                  "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
                 for m in merged]

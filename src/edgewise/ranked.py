@@ -72,6 +72,11 @@ class PlainRanked(Sequence[Chunk]):
         order = self._order
         return PlainRanked(self._columns(), [order[at] for at in ats])
 
+    def ids_scores(self) -> Iterator[tuple[str, float | None]]:
+        """(id, score) of each chunk, best first, without building it."""
+        order = self._order
+        return zip(map(self._ids.__getitem__, order), map(self._scores.__getitem__, order))
+
     def ids(self) -> list[str]:
         """The chunks' ids, best first, without building them."""
         ids = self._ids
