@@ -18,7 +18,7 @@ from .chunk import Chunk
 from .countcache import CountCache, line_break_tail, split_is_clean
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
-from .ranked import PlainRanked
+from .ranked import has_summaries
 from .select import Fit, fit
 from .tokens import Tokenizer
 
@@ -345,13 +345,6 @@ def fit_two_phase(
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
                first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used, head.runs + rest.runs)
-
-
-def has_summaries(chunks: Sequence[Chunk]) -> bool:
-    """Whether any of ``chunks`` has a summary (a lazy sequence of plain chunks says none can)."""
-    if isinstance(chunks, PlainRanked):
-        return False
-    return any(c.meta and c.summary for c in chunks)
 
 
 def _exceeds(chunks: Sequence[Chunk], left: int, cost: Callable[[Item], int],

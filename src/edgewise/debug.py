@@ -14,7 +14,7 @@ from typing import Any
 
 from .chunk import Chunk, Merged
 from .layout import Item, Rendered
-from .ranked import PlainRanked
+from .ranked import ids, ids_scores
 
 CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")
 OUTCOMES = ("placed", "summarized", "truncated", "dropped")
@@ -130,13 +130,12 @@ def build(
              "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
             for it, n in zip(items, tokens)
         ]
-        ids = ranked.ids() if isinstance(ranked, PlainRanked) else [c.id for c in ranked]
-        rank_of = dict(zip(ids, range(len(ids))))
+        in_order = ids(ranked)
+        rank_of = dict(zip(in_order, range(len(in_order))))
         # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
         left_out = [(c.id, c.score, why) for c, why in dropped]
         for chunks, why in runs:
-            pairs = chunks.ids_scores() if isinstance(chunks, PlainRanked) else ((c.id, c.score) for c in chunks)
-            left_out += [(cid, score, why) for cid, score in pairs]
+            left_out += [(cid, score, why) for cid, score in ids_scores(chunks)]
         # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
         out = placed + [
             {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,

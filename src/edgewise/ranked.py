@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, overload
 
@@ -121,3 +121,40 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
         return PlainRanked((texts, ids, scores, titles), list(range(n))), input_index, "input order"
     # a stable sort, as rank() sorts given scores: ties keep input order
     return PlainRanked((texts, ids, scores, titles), sorted(range(n), key=scores.__getitem__, reverse=True)), input_index, "given"
+
+
+# Reads of ranked chunks that a lazy sequence answers from its columns and a list of chunks by
+# building nothing new: the steps that skip, record or look over many chunks call these.
+
+
+def scan(chunks: Sequence[Chunk], start: int) -> Iterator[tuple[str, str | None, bool]]:
+    """(text, title, has a summary) of each chunk from ``start`` on (no copy of the rest)."""
+    if isinstance(chunks, PlainRanked):
+        return chunks.scan(start)
+    return ((c.text, c.title, bool(c.meta) and c.summary is not None)
+            for c in map(chunks.__getitem__, range(start, len(chunks))))
+
+
+def plain_texts(chunks: Sequence[Chunk], start: int) -> Iterator[str] | None:
+    """The texts from ``start`` on when none of ``chunks`` can have a summary (a lazy sequence), else None."""
+    return chunks.texts_from(start) if isinstance(chunks, PlainRanked) else None
+
+
+def has_summaries(chunks: Sequence[Chunk]) -> bool:
+    """Whether any of ``chunks`` has a summary (none of a lazy sequence's can)."""
+    return not isinstance(chunks, PlainRanked) and any(c.meta and c.summary for c in chunks)
+
+
+def pick(chunks: Sequence[Chunk], ats: list[int]) -> Sequence[Chunk]:
+    """The chunks at indexes ``ats`` (a lazy sequence stays lazy)."""
+    return chunks.pick(ats) if isinstance(chunks, PlainRanked) else [chunks[at] for at in ats]
+
+
+def ids_scores(chunks: Sequence[Chunk]) -> Iterable[tuple[str, float | None]]:
+    """(id, score) of each chunk, in order (a lazy sequence builds none)."""
+    return chunks.ids_scores() if isinstance(chunks, PlainRanked) else ((c.id, c.score) for c in chunks)
+
+
+def ids(chunks: Sequence[Chunk]) -> list[str]:
+    """The chunks' ids, in order (a lazy sequence builds none)."""
+    return chunks.ids() if isinstance(chunks, PlainRanked) else [c.id for c in chunks]

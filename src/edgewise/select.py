@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .checks import check_int, check_number
 from .chunk import Chunk
 from .layout.base import Item
-from .ranked import PlainRanked
+from .ranked import pick, plain_texts, scan
 from .tokens import Tokenizer
 
 
@@ -128,7 +128,7 @@ def fit(
                     why = bounded_why.get((left, least))
                     if why is None:
                         why = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
-                    runs.append((ranked[i:end] if len(ats) == end - i else subset(ranked, ats), why))
+                    runs.append((ranked[i:end] if len(ats) == end - i else pick(ranked, ats), why))
                 i = end
                 continue
         chunk = ranked[i]
@@ -208,19 +208,18 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     that might go in (``len(ranked)`` if none) and, with ``tags_bound``, each skipped chunk's tags
     bound. Reads texts and titles only, so a lazy sequence builds no chunk it skips.
     """
-    if tags_bound is None and isinstance(ranked, PlainRanked):  # texts alone, read in C
+    texts = plain_texts(ranked, start) if tags_bound is None else None
+    if texts is not None:  # texts alone, read in C
         i, limit = start, 2 * left
-        for text in ranked.texts_from(start):
+        for text in texts:
             if len(text) <= limit or bound(text, left) <= left:
                 break
             i += 1
         return i, None
-    scan = ranked.scan(start) if isinstance(ranked, PlainRanked) else (  # from `start`, not a copy from it
-        (c.text, c.title, bool(c.meta) and c.summary is not None) for c in map(ranked.__getitem__, range(start, len(ranked))))
     limit = 2 * left
     leasts: list[int] | None = None if tags_bound is None else []
     i = start
-    for text, title, has_summary in scan:
+    for text, title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
         if leasts is not None:
@@ -230,11 +229,6 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
             leasts.append(least)
         i += 1
     return i, leasts
-
-
-def subset(ranked: Sequence[Chunk], ats: list[int]) -> Sequence[Chunk]:
-    """The chunks at indexes ``ats`` (a lazy sequence stays lazy)."""
-    return ranked.pick(ats) if isinstance(ranked, PlainRanked) else [ranked[at] for at in ats]
 
 
 def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,
