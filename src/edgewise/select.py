@@ -108,6 +108,13 @@ def fit(
     floor = cost(Item(Chunk("", ""), "whole", "", 0))
     # the reasons of chunks skipped on their word bound alone, by the (left, tags bound) they name
     bounded_why: dict[tuple[int, int], str] = {}
+
+    def skipped_why(left: int, least: int) -> str:
+        why = bounded_why.get((left, least))
+        if why is None:
+            why = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
+        return why
+
     i, n = 0, len(ranked)
     dropped_last = False  # whether the chunk before was left out: then look for a run of them
     while i < n:
@@ -125,9 +132,7 @@ def fit(
                 for at, least in enumerate(leasts or (), i):
                     groups.setdefault(least, []).append(at)
                 for least, ats in groups.items():
-                    why = bounded_why.get((left, least))
-                    if why is None:
-                        why = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
+                    why = skipped_why(left, least)
                     runs.append((ranked[i:end] if len(ats) == end - i else pick(ranked, ats), why))
                 i = end
                 continue
@@ -181,10 +186,7 @@ def fit(
                 continue
         if need is None and summary is None and overhead is None:
             # skipped on its bound: the same reason as others skipped with as much left
-            known = bounded_why.get((left, least))
-            if known is None:
-                known = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
-            dropped.append((chunk, known))
+            dropped.append((chunk, skipped_why(left, least)))
             dropped_last = True
             continue
         dropped.append((chunk, _why(need, need_summary, summary is not None, left, min_truncated_tokens, overhead, least)))
