@@ -7,6 +7,7 @@ can be cut, or leaves room to cut one.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import edgewise.ranked
 from edgewise import BudgetError, pack
 from edgewise.chunk import Chunk, normalize, plain_fields
+from edgewise.layout import get_layout
 from edgewise.ranked import rank_plain
 from edgewise.score.rank import rank
 
@@ -89,6 +91,53 @@ def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
                                                                                   ("c1999", 1999, -1999.0)]
     reasons = {d["reason"] for d in out.debug_info.dropped}
     assert len(reasons) == 1 and next(iter(reasons)).startswith(("budget exhausted: ", "does not fit: needs more than"))
+
+
+class _Unpriced:
+    """A built-in layout without its ``tags_pricer``: a truncated block's tags are rendered and counted."""
+
+    def __init__(self, name: str) -> None:
+        self._inner = get_layout(name)
+        self.name = self._inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "tags_pricer":
+            raise AttributeError(attr)
+        return getattr(self._inner, attr)
+
+
+@pytest.mark.parametrize("layout", ["sections", "layered"])
+@pytest.mark.parametrize("tokenizer", ["cl100k_base", "o200k_base"])
+def test_tags_priced_unrendered_change_no_pack(layout: str, tokenizer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a chunk could be cut but for its tags (short titles, ids of every length), the chunks left
+    out are priced by parts in a scan that builds none of them: for every budget across that band, the
+    pack is the one the rendered blocks give, and chunks are left out for exactly-priced tags."""
+    built: list[int] = []
+    plain = edgewise.ranked.plain_chunk
+
+    def counting(*fields: Any) -> Chunk:
+        built.append(1)
+        return plain(*fields)
+
+    monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
+    lead = [{"id": "lead", "text": "The lead passage. " * 40, "score": 2.0}]
+    rest = [{"id": f"c{i}" + "7" * (i % 9), "title": ["T", "Paris", "A longer title of a page"][i % 3],
+             "text": "word " * 90 + str(i), "score": 1.0 - i / 1000} for i in range(300)]
+    priced = 0
+    for budget in range(395, 445, 2):
+        req = dict(query="Where?", budget=budget, tokenizer=tokenizer, min_truncated_tokens=32)
+        built.clear()
+        fast = pack(chunks=lead + rest, layout=layout, **req)
+        placed = len(fast.debug_info.order)
+        tags = [(int(m[1]), int(m[2])) for d in fast.debug_info.dropped
+                if (m := re.search(r"(\d+) left: .* plus (\d+) for its tags$", d["reason"]))]
+        cut_tried = sum(left - cost >= 32 for left, cost in tags)  # room to cut, but the cut came out short
+        # the others never built, not even to read their records
+        assert len(built) <= 2 * (placed + 1) + 3 + cut_tried, budget
+        slow = pack(chunks=lead + rest, layout=_Unpriced(layout), **req)
+        assert (fast.prompt, fast.debug_info.to_dict()) == (slow.prompt, slow.debug_info.to_dict()), budget
+        priced += len(tags) - cut_tried > 100
+    assert priced >= 2  # budgets where over 100 chunks were left out on their tags' exact cost
 
 
 def test_what_the_lazy_path_leaves_to_the_general_one() -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from edgewise.chunk import Chunk
 from edgewise.layout import Item, get_layout, hooks
-from edgewise.layout.base import doc_block, doc_tags_bound
+from edgewise.layout.base import doc_block, doc_tags_bound, doc_tags_pricer
 from edgewise.tokens import get_tokenizer
 from edgewise.wordbound import words_bound
 
@@ -89,6 +89,24 @@ def test_tags_bound_holds_for_every_title_and_id_shape(name: str) -> None:
             chunk = Chunk(cid, "text", title=title or None)
             exact = tok.count(doc_block(Item(chunk, "truncated", "", 0)) + "\n")
             assert doc_tags_bound(chunk, tok) <= exact, (cid, title)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_tags_priced_by_parts_are_what_the_rendered_block_costs(name: str) -> None:
+    """The exact price of a truncated block's tags, summed from its parts without rendering it, is
+    the rendered block's count: for every title and id shape, through a pack's counts and without."""
+    from edgewise.budget import PackCounts
+
+    tok = get_tokenizer(name)
+    titles = [None, "", "T", "Some Title", "a\nb", '"quoted"', "x)(", "ünï cödé 👩‍👩‍👧", " lead", "trail ", "-dash", "<doc>"]
+    ids = ["", "c1", "c12345", "doc-12#3", '"', "-", "a b", "\u2028", "👍", "x" * 200, "1" * 7, "<doc id>", "é\u0301"]
+    for counts in (tok, PackCounts(tok)):
+        price = doc_tags_pricer(counts)
+        for title in titles + CORPUS[1:400:3]:
+            for cid in ids:
+                exact = tok.count(doc_block(Item(Chunk(cid, "text", title=title or None), "truncated", "", 0)) + "\n")
+                assert price(cid, title) == exact, (cid, title)
+                assert doc_tags_bound(Chunk("", "", title=title or None), tok) <= exact
 
 
 def test_estimators_and_other_tokenizers() -> None:

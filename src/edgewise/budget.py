@@ -66,6 +66,9 @@ class PackCounts:
         self.split_proven = getattr(tok, "split_proven", False)
         # the tokenizer's own bound, called directly (select.fit asks it once per chunk it skips)
         self.lower_bound = bound_of(tok)
+        # a text this pack counts once and no other pack will (a chunk's id tag): not kept in this
+        # pack's memo, nor in the shared cache where the tokenizer can help it
+        self.count_once = getattr(tok, "count_once", tok.count)
 
     def count(self, text: str) -> int:
         n = self._memo.get(text)
@@ -255,7 +258,7 @@ def settle(
 
     # a block holds its text's words: they bound its cost from below (see hooks.keeps_text_words)
     bound = bound_of(tok) if hooks.keeps_text_words(lay) else None
-    bounds = Bounds(bound, hooks.tags_bound(lay, tok))
+    bounds = Bounds(bound, hooks.tags_bound(lay, tok), hooks.tags_cost(lay, tok))
 
     # tokens the joins and section headers add on top of the blocks: first estimated from a probe
     # with a tiny chunk in each section, then as measured on the last pass
@@ -324,10 +327,12 @@ def _measure_overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cos
 @dataclass(frozen=True)
 class Bounds:
     """Provable lower bounds on costs, for skipping what cannot fit without encoding it (see
-    :func:`edgewise.select.fit`): of a block holding a text, and of a chunk's truncated tags."""
+    :func:`edgewise.select.fit`): of a block holding a text, and of a chunk's truncated tags (by
+    its title); and the exact cost of those tags, priced without rendering (by its id and title)."""
 
     text: Callable[[str, int], int] | None = None
     tags: Callable[[str | None], int] | None = None
+    tags_cost: Callable[[str, str | None], int] | None = None
 
 
 def fit_two_phase(
@@ -336,14 +341,14 @@ def fit_two_phase(
 ) -> Fit:
     """Fit the first ``head_n`` chunks, then the rest: whole if all of them fit, else summaries first."""
     head = fit(kept[:head_n], available, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated,
-               bound=bounds.text, tags_bound=bounds.tags)
+               bound=bounds.text, tags_bound=bounds.tags, tags_cost=bounds.tags_cost)
     tail = kept[head_n:]
     if not tail:
         return head
     left = None if available is None else available - head.used
     prefer = left is not None and has_summaries(tail) and _exceeds(tail, left, cost, bounds.text)
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
-               first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags)
+               first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags, tags_cost=bounds.tags_cost)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used, head.runs + rest.runs)
 
 

@@ -57,15 +57,18 @@ class PlainRanked(Sequence[Chunk]):
         for at in self._order:
             yield plain_chunk(texts[at], ids[at], scores[at], titles[at])
 
-    def scan(self, start: int) -> Iterator[tuple[str, str | None, bool]]:
-        """(text, title, has a summary) of each chunk from rank ``start`` on, read without building
-        it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
-        at = map(self._order.__getitem__, range(start, len(self._order)))
-        return zip(self.texts_from(start), map(self._titles.__getitem__, at), repeat(False))
+    def scan(self, start: int) -> Iterator[tuple[str, str | None, str, bool]]:
+        """(text, title, id, has a summary) of each chunk from rank ``start`` on, read without
+        building it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
+        return zip(self._column_from(self._texts, start), self._column_from(self._titles, start),
+                   self._column_from(self._ids, start), repeat(False))
 
     def texts_from(self, start: int) -> Iterator[str]:
         """The texts from rank ``start`` on (an iterator in C: no frame per text)."""
-        return map(self._texts.__getitem__, map(self._order.__getitem__, range(start, len(self._order))))
+        return self._column_from(self._texts, start)
+
+    def _column_from(self, column: list[Any], start: int) -> Iterator[Any]:
+        return map(column.__getitem__, map(self._order.__getitem__, range(start, len(self._order))))
 
     def pick(self, ats: list[int]) -> PlainRanked:
         """The chunks at ranks ``ats``, still lazy."""
@@ -127,11 +130,11 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
 # building nothing new: the steps that skip, record or look over many chunks call these.
 
 
-def scan(chunks: Sequence[Chunk], start: int) -> Iterator[tuple[str, str | None, bool]]:
-    """(text, title, has a summary) of each chunk from ``start`` on (no copy of the rest)."""
+def scan(chunks: Sequence[Chunk], start: int) -> Iterator[tuple[str, str | None, str, bool]]:
+    """(text, title, id, has a summary) of each chunk from ``start`` on (no copy of the chunks)."""
     if isinstance(chunks, PlainRanked):
         return chunks.scan(start)
-    return ((c.text, c.title, bool(c.meta) and c.summary is not None)
+    return ((c.text, c.title, c.id, bool(c.meta) and c.summary is not None)
             for c in map(chunks.__getitem__, range(start, len(chunks))))
 
 

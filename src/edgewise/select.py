@@ -84,6 +84,7 @@ def fit(
     prefer_summary: bool = False,
     bound: Callable[[str, int], int] | None = None,
     tags_bound: Callable[[str | None], int] | None = None,
+    tags_cost: Callable[[str, str | None], int] | None = None,
 ) -> Fit:
     """Greedily fit chunks, best first, into ``available`` tokens (None: no limit).
 
@@ -96,7 +97,8 @@ def fit(
     ``text`` (it may stop counting past ``stop``): a chunk (or summary) whose bound already exceeds
     the tokens left is known not to fit without rendering or encoding it, so a budget that fills
     early costs what the placed chunks cost, not a pass over every chunk. ``tags_bound(title)``, if
-    given, bounds the cost of a chunk's block truncated to no text the same way, by its title.
+    given, bounds the cost of a chunk's block truncated to no text the same way, by its title;
+    ``tags_cost(id, title)``, if given, is that cost exactly (else the block is rendered and counted).
     """
     items: list[Item] = []
     dropped: list[tuple[Chunk, str]] = []
@@ -106,13 +108,13 @@ def fit(
         return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
     # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
     floor = cost(Item(Chunk("", ""), "whole", "", 0))
-    # the reasons of chunks skipped on their word bound alone, by the (left, tags bound) they name
-    bounded_why: dict[tuple[int, int], str] = {}
+    # the reasons of chunks skipped on their word bound, by the (left, tags bound, tags cost) they name
+    bounded_why: dict[tuple[int, int, int | None], str] = {}
 
-    def skipped_why(left: int, least: int) -> str:
-        why = bounded_why.get((left, least))
+    def skipped_why(left: int, least: int, overhead: int | None = None) -> str:
+        why = bounded_why.get((left, least, overhead))
         if why is None:
-            why = bounded_why[left, least] = _why(None, None, False, left, min_truncated_tokens, None, least)
+            why = bounded_why[left, least, overhead] = _why(None, None, False, left, min_truncated_tokens, overhead, least)
         return why
 
     i, n = 0, len(ranked)
@@ -124,15 +126,17 @@ def fit(
         if bound is not None and dropped_last and (left - floor < min_truncated_tokens or tags_bound is not None):
             # skip, without building them, the chunks that cannot go in: no summary, more words than
             # `left`, and too little room to cut them (their empty block costs at least `floor`, their
-            # tags at least `tags_bound`); one run per reason
-            cut_floor = None if left - floor < min_truncated_tokens else tags_bound
-            end, leasts = skip_unfit(ranked, i, left, bound, cut_floor, min_truncated_tokens)
+            # tags at least `tags_bound`, or exactly `tags_cost`); one run per reason
+            if left - floor < min_truncated_tokens:
+                end, whys = skip_unfit(ranked, i, left, bound), None
+            else:
+                end, whys = skip_uncut(ranked, i, left, bound, tags_bound, tags_cost, min_truncated_tokens,  # type: ignore[arg-type]
+                                       skipped_why)
             if end > i:
-                groups: dict[int, list[int]] = {floor: list(range(i, end))} if leasts is None else {}
-                for at, least in enumerate(leasts or (), i):
-                    groups.setdefault(least, []).append(at)
-                for least, ats in groups.items():
-                    why = skipped_why(left, least)
+                groups: dict[str, list[int]] = {skipped_why(left, floor): list(range(i, end))} if whys is None else {}
+                for at, why in enumerate(whys or (), i):
+                    groups.setdefault(why, []).append(at)
+                for why, ats in groups.items():
                     runs.append((ranked[i:end] if len(ats) == end - i else pick(ranked, ats), why))
                 i = end
                 continue
@@ -172,7 +176,7 @@ def fit(
         if left - floor >= min_truncated_tokens:
             least = floor if tags_bound is None else tags_bound(chunk.title)
             if left - least >= min_truncated_tokens:
-                overhead = cost(Item(chunk, "truncated", "", rank))
+                overhead = tags_cost(chunk.id, chunk.title) if tags_cost is not None else cost(Item(chunk, "truncated", "", rank))
         room = -1 if overhead is None else left - overhead
         if room >= min_truncated_tokens:
             cut = Item(chunk, "truncated", tokenizer.truncate(chunk.text, room), rank)
@@ -202,35 +206,55 @@ def fit(
     return Fit(items, dropped, available - left, runs)
 
 
-def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
-               tags_bound: Callable[[str | None], int] | None, min_truncated_tokens: int) -> tuple[int, list[int] | None]:
-    """From ``start``, the chunks that cannot go in ``left`` tokens (see :func:`fit`): no summary,
-    more words than ``left``, and, when ``tags_bound`` is given, tags that leave fewer than
-    ``min_truncated_tokens`` (else no chunk can be cut at all). Returns the index of the first chunk
-    that might go in (``len(ranked)`` if none) and, with ``tags_bound``, each skipped chunk's tags
-    bound. Reads texts and titles only, so a lazy sequence builds no chunk it skips.
+def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int]) -> int:
+    """From ``start``, the chunks that cannot go in ``left`` tokens where no chunk can be cut (see
+    :func:`fit`): no summary and more words than ``left``. Returns the index of the first chunk that
+    might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it skips.
     """
-    texts = plain_texts(ranked, start) if tags_bound is None else None
+    i, limit = start, 2 * left
+    texts = plain_texts(ranked, start)
     if texts is not None:  # texts alone, read in C
-        i, limit = start, 2 * left
         for text in texts:
             if len(text) <= limit or bound(text, left) <= left:
                 break
             i += 1
-        return i, None
-    limit = 2 * left
-    leasts: list[int] | None = None if tags_bound is None else []
-    i = start
-    for text, title, has_summary in scan(ranked, start):
+        return i
+    for text, _title, _cid, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
-        if leasts is not None:
-            least = tags_bound(title)  # type: ignore[misc] - set with leasts
-            if left - least >= min_truncated_tokens:
-                break
-            leasts.append(least)
         i += 1
-    return i, leasts
+    return i
+
+
+def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
+               tags_bound: Callable[[str | None], int], tags_cost: Callable[[str, str | None], int] | None,
+               min_truncated_tokens: int, why: Callable[[int, int, int | None], str]) -> tuple[int, list[str]]:
+    """From ``start``, the chunks that cannot go in ``left`` tokens, where a chunk with short enough
+    tags could be cut: no summary, more words than ``left``, and tags that leave fewer than
+    ``min_truncated_tokens`` (by ``tags_bound`` of the title, else by ``tags_cost`` exactly).
+    Returns the index of the first chunk that might go in and each skipped chunk's reason,
+    ``why(left, tags bound, exact tags cost or None)``. Reads texts, titles and ids only.
+    """
+    i, limit = start, 2 * left
+    whys: list[str] = []
+    by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
+    by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
+    for text, title, cid, has_summary in scan(ranked, start):
+        if has_summary or len(text) <= limit or bound(text, left) <= left:
+            break
+        reason = by_title.get(title, "")
+        if reason == "":
+            least = tags_bound(title)
+            reason = by_title[title] = why(left, least, None) if left - least < min_truncated_tokens else None
+        if reason is None:
+            if tags_cost is None or left - (overhead := tags_cost(cid, title)) >= min_truncated_tokens:
+                break
+            reason = by_cost.get(overhead)
+            if reason is None:  # (a reason that names the tags' cost does not name their bound)
+                reason = by_cost[overhead] = why(left, 0, overhead)
+        whys.append(reason)
+        i += 1
+    return i, whys
 
 
 def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,

@@ -107,6 +107,11 @@ class TiktokenTokenizer:
         """Tokens in ``text``; with ``admit=False`` a miss is counted but not kept in the cache."""
         return self._cache.get(text, self._count_one, admit)
 
+    def count_once(self, text: str) -> int:
+        """Tokens in ``text``, counted without looking in the cache or adding to it: for a text
+        that is seen once (a chunk's id tag), where the cache could only cost."""
+        return self._count_one(text)
+
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
             return ""

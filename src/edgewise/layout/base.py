@@ -215,6 +215,10 @@ def doc_block(item: Item) -> str:
     return block
 
 
+# what a ``<doc>`` block truncated to no text holds after its attributes, with its line break
+TRUNCATED_TAIL = f' form="truncated">\n{INDENT}\n</doc>\n'
+
+
 def doc_tags_bound(chunk: Chunk, tok: Any) -> int:
     """A lower bound on what :func:`doc_block` costs (with its line break) for ``chunk`` truncated to
     no text at all: its tags. Exact encodings only (0 for others).
@@ -228,8 +232,30 @@ def doc_tags_bound(chunk: Chunk, tok: Any) -> int:
     """
     if not getattr(tok, "split_proven", False):
         return 0
-    tags = tok.count(' form="truncated">\n  \n</doc>\n')
-    return 3 + tags + (tok.count(f" title={attr(chunk.title)}") if chunk.title else 0)
+    return 3 + _title_and_tail(chunk.title, tok)
+
+
+def doc_tags_pricer(tok: Any) -> Callable[[str, str | None], int]:
+    """A function that gives exactly what :func:`doc_block` costs (with its line break) for a chunk
+    truncated to no text, by its id and title, for an exact encoding: the sum of the block's three
+    parts' counts (see :func:`doc_tags_bound`). The id's part is counted alone and not cached (an
+    id is seen once a pack); the rest is remembered per title. No block is rendered, so a scan can
+    price thousands of chunks' tags without building them. For one pack.
+    """
+    count_once = getattr(tok, "count_once", tok.count)
+    by_title: dict[str | None, int] = {}
+
+    def price(chunk_id: str, title: str | None) -> int:
+        rest = by_title.get(title)
+        if rest is None:
+            rest = by_title[title] = _title_and_tail(title, tok)
+        return count_once(f"<doc id={attr(chunk_id)}") + rest
+
+    return price
+
+
+def _title_and_tail(title: str | None, tok: Any) -> int:
+    return tok.count(TRUNCATED_TAIL) + (tok.count(f" title={attr(title)}") if title else 0)
 
 
 def section(header: str, body: str) -> str:

@@ -19,6 +19,11 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
   rendered to find that out. It may read the chunk's title only: it is asked once per title, with
   a chunk that has no id or text. Default: none (the block is rendered and counted).
+- ``tags_pricer(tok) -> Callable[[str, str | None], int]``: for one pack, a function that gives
+  exactly what the block of a chunk with that id and title, truncated to no text, costs (as ``block``
+  would render it, with its line break), for an exact tokenizer. Asked, without building the chunk,
+  for chunks whose ``tags_bound`` leaves room for a cut, so that a long run of them costs a count
+  each, not a render each. Default: none (the block is rendered and counted).
 - ``renders_by_name = True``: a promise that the layout renders the same for the same name (no file
   or other state behind it), so what its section headers and joins add to the blocks is measured
   once per name, layers and tokenizer. Default: measured for every pack.
@@ -61,6 +66,15 @@ def tags_bound(lay: Layout, tok: Any) -> Callable[[str | None], int] | None:
         return found
 
     return bound
+
+
+def tags_cost(lay: Layout, tok: Any) -> Callable[[str, str | None], int] | None:
+    """The layout's exact price of a chunk's block truncated to no text, by the chunk's id and
+    title, for one pack."""
+    fn = getattr(lay, "tags_pricer", None)
+    if fn is None or not getattr(tok, "split_proven", False):
+        return None
+    return fn(tok)  # type: ignore[no-any-return]
 
 
 def reminder_candidates(lay: Layout, rendered: Rendered, items: list[Item]) -> list[Item]:

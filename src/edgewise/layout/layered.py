@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Rendered, RenderInput, doc_block, doc_tags_bound, layout, quote, section, section_parts
+from .base import (
+    Rendered,
+    RenderInput,
+    doc_block,
+    doc_tags_bound,
+    doc_tags_pricer,
+    layout,
+    quote,
+    section,
+    section_parts,
+)
 
 SYSTEM = (
     "You answer questions from the retrieved documents below. Each document opens with a <doc> "
@@ -25,6 +35,7 @@ class Layered:
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
     renders_by_name = True  # no file behind it (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
+    tags_pricer = staticmethod(doc_tags_pricer)
     block = staticmethod(doc_block)
 
     def parse(self, prompt: str) -> Any:

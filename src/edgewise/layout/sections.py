@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Item, Rendered, RenderInput, attr, doc_block, doc_tags_bound, layout, quote, section, section_parts
+from .base import (
+    Item,
+    Rendered,
+    RenderInput,
+    attr,
+    doc_block,
+    doc_tags_bound,
+    doc_tags_pricer,
+    layout,
+    quote,
+    section,
+    section_parts,
+)
 
 SYSTEM = (
     "You answer questions from retrieved context. The context comes in three sections: "
@@ -60,6 +72,7 @@ class Sections:
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
     renders_by_name = True  # no file behind it (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
+    tags_pricer = staticmethod(doc_tags_pricer)
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""
