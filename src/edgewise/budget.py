@@ -19,7 +19,7 @@ from .countcache import CountCache, line_break_tail, split_is_clean
 from .errors import BudgetError
 from .layout import Item, Layout, Rendered, RenderInput, hooks
 from .ranked import has_summaries
-from .select import Fit, fit
+from .select import Fit, Run, fit
 from .tokens import Tokenizer
 
 TRUNCATION_MARK = " [...]"
@@ -236,7 +236,7 @@ class Settled:
     total: int
     dropped: list[tuple[Chunk, str]]
     passes: int
-    runs: list[tuple[Sequence[Chunk], str]] = field(default_factory=list)  # left out together (see select.Fit)
+    runs: list[Run] = field(default_factory=list)  # left out together (see select.Fit)
 
 
 Render = Callable[[list[Item], tuple[Item, ...]], Rendered]

@@ -15,6 +15,7 @@ from typing import Any
 from .chunk import Chunk, Merged
 from .layout import Item, Rendered
 from .ranked import ids, ids_scores
+from .select import Run
 
 CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")
 OUTCOMES = ("placed", "summarized", "truncated", "dropped")
@@ -100,7 +101,7 @@ _FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "sections
 
 def build(
     *, rendered: Rendered, items: Sequence[Item], dropped: Sequence[tuple[Chunk, str]],
-    runs: Sequence[tuple[Sequence[Chunk], str]] = (), merged: Sequence[Merged],
+    runs: Sequence[Run] = (), merged: Sequence[Merged],
     input_index: Mapping[str, int], ranked: Sequence[Chunk], cost: Callable[[Item], int], prompt_tokens: int, message_tokens: int, cache_prefix_tokens: int,
     budget: int | None, tokenizer: str, estimated: bool, strategy: str, layout: str, scorer: str, passes: int,
     pruned: list[dict[str, Any]],
@@ -109,7 +110,7 @@ def build(
     when they are first read).
 
     ``dropped`` are chunks left out one by one with their reasons, ``runs`` chunks left out together
-    for one reason (see :class:`edgewise.select.Fit`); ``ranked`` are all ranked chunks, best first:
+    (see :class:`edgewise.select.Fit`); ``ranked`` are all ranked chunks, best first:
     a record's rank is its place there. A placed item carries its rank and its chunk's score.
     """
     items = list(items)
@@ -134,8 +135,9 @@ def build(
         rank_of = dict(zip(in_order, range(len(in_order))))
         # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
         left_out = [(c.id, c.score, why) for c, why in dropped]
-        for chunks, why in runs:
-            left_out += [(cid, score, why) for cid, score in ids_scores(chunks)]
+        for chunks, why in runs:  # one reason for all, or one each
+            left_out += ([(cid, score, why) for cid, score in ids_scores(chunks)] if isinstance(why, str) else
+                         [(cid, score, w) for (cid, score), w in zip(ids_scores(chunks), why)])
         # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
         out = placed + [
             {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,

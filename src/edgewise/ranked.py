@@ -70,11 +70,6 @@ class PlainRanked(Sequence[Chunk]):
     def _column_from(self, column: list[Any], start: int) -> Iterator[Any]:
         return map(column.__getitem__, map(self._order.__getitem__, range(start, len(self._order))))
 
-    def pick(self, ats: list[int]) -> PlainRanked:
-        """The chunks at ranks ``ats``, still lazy."""
-        order = self._order
-        return PlainRanked(self._columns(), [order[at] for at in ats])
-
     def ids_scores(self) -> Iterator[tuple[str, float | None]]:
         """(id, score) of each chunk, best first, without building it."""
         order = self._order
@@ -146,11 +141,6 @@ def plain_texts(chunks: Sequence[Chunk], start: int) -> Iterator[str] | None:
 def has_summaries(chunks: Sequence[Chunk]) -> bool:
     """Whether any of ``chunks`` has a summary (none of a lazy sequence's can)."""
     return not isinstance(chunks, PlainRanked) and any(c.meta and c.summary for c in chunks)
-
-
-def pick(chunks: Sequence[Chunk], ats: list[int]) -> Sequence[Chunk]:
-    """The chunks at indexes ``ats`` (a lazy sequence stays lazy)."""
-    return chunks.pick(ats) if isinstance(chunks, PlainRanked) else [chunks[at] for at in ats]
 
 
 def ids_scores(chunks: Sequence[Chunk]) -> Iterable[tuple[str, float | None]]:

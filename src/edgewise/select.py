@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .checks import check_int, check_number
 from .chunk import Chunk
 from .layout.base import Item
-from .ranked import pick, plain_texts, scan
+from .ranked import plain_texts, scan
 from .tokens import Tokenizer
 
 
@@ -59,18 +59,23 @@ def limit(
     return kept, dropped
 
 
+# chunks left out together, with their reason (one for all, or one each)
+Run = tuple[Sequence[Chunk], "str | list[str]"]
+
+
 @dataclass(frozen=True)
 class Fit:
     """The outcome of :func:`fit`: items to render (rank order) and chunks left out, with reasons.
 
-    ``runs`` are chunks left out together for one reason (a slice of the ranked chunks, never
-    walked one by one: the budget ran out, or their words outnumber the tokens left).
+    ``runs`` are chunks left out together (a slice of the ranked chunks, never walked one by one:
+    the budget ran out, or their words outnumber the tokens left), with one reason for all of them
+    or a reason each.
     """
 
     items: list[Item]
     dropped: list[tuple[Chunk, str]]
     used: int
-    runs: list[tuple[Sequence[Chunk], str]] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
 
 
 def fit(
@@ -102,7 +107,7 @@ def fit(
     """
     items: list[Item] = []
     dropped: list[tuple[Chunk, str]] = []
-    runs: list[tuple[Sequence[Chunk], str]] = []
+    runs: list[Run] = []
     left = available
     if left is None:
         return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
@@ -127,17 +132,14 @@ def fit(
             # skip, without building them, the chunks that cannot go in: no summary, more words than
             # `left`, and too little room to cut them (their empty block costs at least `floor`, their
             # tags at least `tags_bound`, or exactly `tags_cost`); one run per reason
+            whys: str | list[str]
             if left - floor < min_truncated_tokens:
-                end, whys = skip_unfit(ranked, i, left, bound), None
+                end, whys = skip_unfit(ranked, i, left, bound), skipped_why(left, floor)
             else:
                 end, whys = skip_uncut(ranked, i, left, bound, tags_bound, tags_cost, min_truncated_tokens,  # type: ignore[arg-type]
                                        skipped_why)
             if end > i:
-                groups: dict[str, list[int]] = {skipped_why(left, floor): list(range(i, end))} if whys is None else {}
-                for at, why in enumerate(whys or (), i):
-                    groups.setdefault(why, []).append(at)
-                for why, ats in groups.items():
-                    runs.append((ranked[i:end] if len(ats) == end - i else pick(ranked, ats), why))
+                runs.append((ranked[i:end], whys))
                 i = end
                 continue
         chunk = ranked[i]
