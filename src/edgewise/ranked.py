@@ -100,14 +100,17 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
     ids = list(map(_get, items, repeat("id")))
     scores = list(map(_get, items, repeat("score")))
     titles = list(map(_get, items, repeat("title")))
-    if (set(map(type, texts)) != {str} or not set(map(type, ids)) <= {str, _NONE}
-            or not set(map(type, titles)) <= {str, _NONE} or not set(map(type, scores)) <= {float, _NONE}):
+    id_types, title_types, score_types = set(map(type, ids)), set(map(type, titles)), set(map(type, scores))
+    if set(map(type, texts)) != {str} or not id_types <= {str, _NONE} or not title_types <= {str, _NONE} or not score_types <= {float, _NONE}:
         return None
-    missing_ids, missing_scores = ids.count(None), scores.count(None)
+    # (a column with no None needs no count of them: a pass that compares every value with None)
+    missing_ids = ids.count(None) if _NONE in id_types else 0
+    missing_scores = scores.count(None) if _NONE in score_types else 0
     if missing_scores not in (0, n) or (not missing_scores and not all(map(math.isfinite, scores))):
         return None
     # a key other than the four read (or one of them set to None) is allowed unless it is tokens or meta
-    if sum(map(len, items)) != 4 * n - missing_ids - missing_scores - titles.count(None) and any(
+    missing_titles = titles.count(None) if _NONE in title_types else 0
+    if sum(map(len, items)) != 4 * n - missing_ids - missing_scores - missing_titles and any(
             _get(d, "tokens") is not None or _get(d, "meta") is not None for d in items):
         return None
     if missing_ids:
