@@ -111,3 +111,39 @@ def test_cold_tables_tiny_run(capsys):
     assert sorted(out) == ["rs-bpe, cold", "rs-bpe, warm", "tiktoken, cold", "tiktoken, warm"]
     assert all(ms > 0 for ms in out.values())
     assert "| counter | ms |" in capsys.readouterr().out
+
+
+def _load(name: str, file: str):  # noqa: ANN202 - a benchmark script as a module
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pack_band_tiny_run(capsys):
+    """benchmarks/pack_band.py sweeps budgets over one input, against another checkout (this one,
+    loaded again): every budget gets a band read off its debug record, both checkouts a time, and
+    the table counts every budget once. No timing is asserted."""
+    bench = _load("bench_pack_band", "pack_band.py")
+    rows = bench.main(["--chunks", "300", "--budgets", "3998:4022", "--against", str(ROOT),
+                       "--data", str(ROOT / "tests" / "data")])
+    out = capsys.readouterr().out
+    assert [r[0] for r in rows] == list(range(3998, 4022))
+    assert all(r[4] is not None and r[3] > 0 for r in rows)
+    assert {r[2] for r in rows} <= set(bench.BANDS) and {"exhausted", "no cut", "tags"} <= {r[2] for r in rows}
+    assert all(left >= 0 for _, left, _, _, _ in rows)
+    table = {line.split(" | ")[0].lstrip("| "): int(line.split(" | ")[1]) for line in out.splitlines()
+             if line.startswith("| ") and line.split(" | ")[0].lstrip("| ") in (*bench.BANDS, "all")}
+    assert table == {**{b: sum(r[2] == b for r in rows) for b in bench.BANDS}, "all": 24}
+
+
+def test_the_band_sweep_table_is_the_committed_run():
+    """BENCHMARKS.md quotes the by-band table of the committed band sweep, and the sweep's lines add up to it."""
+    raw = (ROOT / "docs" / "bench" / "pack-issue9-band.txt").read_text(encoding="utf-8")
+    table = raw.split("\n\n")[-1].strip()
+    assert table.startswith("| band | budgets |") and table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    lines = [line.split() for line in raw.splitlines() if line[:6].strip().isdigit()]
+    counts = {line.split(" | ")[0].lstrip("| "): int(line.split(" | ")[1]) for line in table.splitlines()[2:]}
+    kinds = [" ".join(parts[2:-2]) for parts in lines]
+    assert counts == {**{k: kinds.count(k) for k in ("exhausted", "no cut", "tags", "tags priced")}, "all": len(lines)}
