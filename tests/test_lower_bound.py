@@ -150,6 +150,17 @@ def test_bound_never_exceeds_the_count_of_generated_text(text: str, stop: int) -
         assert tok.lower_bound(text, stop) == min(full, max(stop, 0) + 1)
 
 
+@settings(max_examples=300, deadline=None)
+@given(cid=TEXTS, title=st.none() | TEXTS)
+def test_tags_priced_by_parts_for_generated_ids_and_titles(cid: str, title: str | None) -> None:
+    """The parts of a truncated block's tags add up to its count for generated ids and titles
+    (separators, quotes, digits, marks: the characters where pre-tokens could run across a join)."""
+    for name in EXACT:
+        tok = get_tokenizer(name)
+        exact = len(tok.encoding.encode_ordinary(doc_block(Item(Chunk(cid, "x", title=title or None), "truncated", "", 0)) + "\n"))
+        assert doc_tags_pricer(tok)(cid, title) == exact
+
+
 # ---------------------------------------------------------------- counts from other line breaks
 
 PUNCT = sorted("!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~")
