@@ -147,3 +147,11 @@ def test_the_band_sweep_table_is_the_committed_run():
     counts = {line.split(" | ")[0].lstrip("| "): int(line.split(" | ")[1]) for line in table.splitlines()[2:]}
     kinds = [" ".join(parts[2:-2]) for parts in lines]
     assert counts == {**{k: kinds.count(k) for k in ("exhausted", "no cut", "tags", "tags priced")}, "all": len(lines)}
+
+
+@pytest.mark.parametrize("raw", ["pack-issue9-third/full.txt", "pack-issue9-fourth-full.txt"])
+def test_the_full_runs_targets_are_quoted_as_printed(raw):
+    """BENCHMARKS.md quotes the issue-9 targets table of each committed full run of benchmarks/pack.py verbatim."""
+    text = (ROOT / "docs" / "bench" / raw).read_text(encoding="utf-8")
+    table = text.split("Issue 9 targets, from the rows above\n\n")[1].split("\n\n")[0].strip()
+    assert table.count("\n") == 7 and table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
