@@ -60,7 +60,7 @@ def limit(
 
 
 # chunks left out together, with their reason (one for all, or one each)
-Run = tuple[Sequence[Chunk], "str | list[str]"]
+Run = tuple[Sequence[Chunk], str | list[str]]
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def fit(
         if bound is not None and dropped_last and (left - floor < min_truncated_tokens or tags_bound is not None):
             # skip, without building them, the chunks that cannot go in: no summary, more words than
             # `left`, and too little room to cut them (their empty block costs at least `floor`, their
-            # tags at least `tags_bound`, or exactly `tags_cost`); one run per reason
+            # tags at least `tags_bound`, or exactly `tags_cost`); one run, with one reason or one each
             whys: str | list[str]
             if left - floor < min_truncated_tokens:
                 end, whys = skip_unfit(ranked, i, left, bound), skipped_why(left, floor)
