@@ -98,3 +98,64 @@ def test_the_bound_reads_tiktokens_own_patterns() -> None:
 def test_without_rs_bpe_everything_runs_on_tiktoken() -> None:
     slow = TiktokenTokenizer("cl100k_base", fast=False)
     assert slow._fast is None and slow.count("hello world") == 2 and slow.truncate("hello world", 1) == "hello"
+
+
+# ---------------------------------------------------------------- a cut encodes a prefix
+
+
+def _cut_from_all_ids(tok: TiktokenTokenizer, text: str, n: int) -> str:
+    """``truncate`` as it reads when it encodes the whole text: the reference for the prefix path."""
+    if n <= 0:
+        return ""
+    ids = tok.encode(text)
+    if len(ids) <= n:
+        return text
+    prefix = tok.decode_bytes(ids[:n]).decode("utf-8", errors="ignore")
+    while prefix and tok.count(prefix) > n:
+        prefix = prefix[:-1]
+    return prefix
+
+
+LONG = st.one_of(
+    st.text(max_size=1500),
+    st.lists(st.sampled_from(["word", " ", "  ", ".", "\n", "\x1c", "\u00a0", "\u2028", "'s", "12345", "é\u0301", "/",
+                              "👍", "<|endoftext|>", "\t", "x" * 40]), max_size=400).map("".join),
+)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_a_head_encodes_to_the_texts_first_tokens_over_the_corpus(name: str) -> None:
+    from edgewise.countcache import token_head
+
+    enc = get_tokenizer(name).encoding
+    cut = 0
+    passages = [t for t in TEXTS if len(t) > 500]  # 1,108 of them
+    for i, text in enumerate(passages + TEXTS[:1000]):
+        n = 1 + i % 30
+        head = token_head(text, n)
+        if head is not text:
+            cut += 1
+            ids = enc.encode_ordinary(head)
+            assert enc.encode_ordinary(text)[:len(ids)] == ids, (i, n)
+    assert cut > 600  # most passages are long enough for the prefix path
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=LONG, n=st.integers(min_value=0, max_value=60))
+def test_a_cut_from_a_head_is_the_cut_from_all_ids(text: str, n: int) -> None:
+    from edgewise.countcache import token_head
+
+    for name in EXACT:
+        tok = get_tokenizer(name)
+        head = token_head(text, n, chars_per_token=2)  # short heads: most fall short and fall back
+        ids = tok.encoding.encode_ordinary(head)
+        assert tok.encoding.encode_ordinary(text)[:len(ids)] == ids
+        assert tok.truncate(text, n) == _cut_from_all_ids(tok, text, n)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_cuts_of_passages_are_the_cuts_from_all_ids(name: str) -> None:
+    tok = get_tokenizer(name)
+    for i, text in enumerate(TEXTS[1:3000:5]):
+        n = 1 + i % 50
+        assert tok.truncate(text, n) == _cut_from_all_ids(tok, text, n), (i, n)

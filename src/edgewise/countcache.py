@@ -81,6 +81,26 @@ def split_is_clean(head: str, tail: str) -> bool:
     return head.endswith("\n") and bool(tail) and not tail[0].isspace() and tail[0] != "/"
 
 
+def token_head(text: str, n_tokens: int, chars_per_token: int = 8) -> str:
+    """A prefix of ``text`` whose cl100k/o200k tokens are the first tokens of ``text``'s, long enough
+    that prose has more than ``n_tokens`` in it; ``text`` itself when it is not much longer.
+
+    The prefix ends before a space that follows a non-space character: no pre-token of either
+    pattern runs across that point (a letter, digit or punctuation run stops at a space, which only
+    the patterns that start with whitespace take, and a run's trailing ``[\r\n]`` or ``/`` is not a
+    space), and the pre-tokens before it do not depend on what follows. BPE never merges across
+    pre-tokens, so encoding the prefix gives the text's first tokens, up to that point. A caller
+    that finds ``n_tokens`` or fewer in it encodes the whole text.
+    """
+    at = chars_per_token * (n_tokens + 1)
+    if len(text) <= 2 * at:
+        return text
+    at = text.find(" ", at)
+    while at > 0 and text[at - 1].isspace():
+        at = text.find(" ", at + 1)
+    return text[:at] if at > 0 else text
+
+
 _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # ASCII punctuation that no pattern of cl100k/o200k joins to a following line break other than as
 # ``[^\s\p{L}\p{N}]+[\r\n]*`` (the apostrophe starts contractions; o200k lets ``/`` follow a break)
