@@ -155,3 +155,22 @@ def test_the_full_runs_targets_are_quoted_as_printed(raw):
     text = (ROOT / "docs" / "bench" / raw).read_text(encoding="utf-8")
     table = text.split("Issue 9 targets, from the rows above\n\n")[1].split("\n\n")[0].strip()
     assert table.count("\n") == 7 and table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+
+
+def test_truncate_benchmark_tiny_run(capsys):
+    """benchmarks/truncate.py compares cuts from a prefix with cuts from all ids (it stops if any
+    differ) and the index chunker against another checkout (this one, loaded again). No timing asserted."""
+    bench = _load("bench_truncate", "truncate.py")
+    out = bench.main(["--cuts", "8,64", "--passages", "40", "--words", "3000", "--reps", "1", "--against", str(ROOT),
+                      "--data", str(ROOT / "tests" / "data")])
+    printed = capsys.readouterr().out
+    assert [row[0] for row in out["cuts"]] == ["8", "64"] and [row[:3] for row in out["split"]] == [["3,000", "18,070", "16"]]
+    assert "| tokens kept | truncate µs | from all ids µs | ratio |" in printed
+    assert "| words | characters | chunks | this ms | other ms |" in printed
+
+
+def test_the_truncate_tables_are_the_committed_run():
+    raw = (ROOT / "docs" / "bench" / "truncate-head.txt").read_text(encoding="utf-8")
+    tables = [t.strip() for t in raw.split("\n\n") if t.strip().startswith("| ")]
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert len(tables) == 2 and all(t in doc for t in tables)
