@@ -44,13 +44,7 @@ from edgewise.tokens import get_tokenizer  # noqa: E402
 
 def cut_from_all_ids(tok: Any, text: str, n: int) -> str:
     """A cut made from every id of the text (``truncate`` before it read a prefix)."""
-    ids = tok.encode(text)
-    if len(ids) <= n:
-        return text
-    prefix = tok.decode_bytes(ids[:n]).decode("utf-8", errors="ignore")
-    while prefix and tok.count(prefix) > n:
-        prefix = prefix[:-1]
-    return prefix
+    return tok.cut_from_ids(text, tok.encode(text), n)
 
 
 def cpu_ms(fn: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:

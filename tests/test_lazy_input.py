@@ -68,18 +68,24 @@ def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
     assert _result(req, dicts) == _result(req, general)
 
 
-def test_chunks_left_out_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    """2,000 plain dicts under a budget that holds a few: only the chunks the fit looks at are built
-    (the placed ones and the first one that does not fit); the debug records of the others are read
-    off the validated columns, still without building them."""
-    built: list[int] = []
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry for every Chunk the lazy path builds (``ranked.plain_chunk`` counted)."""
+    calls: list[int] = []
     plain = edgewise.ranked.plain_chunk
 
     def counting(*fields: Any) -> Chunk:
-        built.append(1)
+        calls.append(1)
         return plain(*fields)
 
     monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
+    return calls
+
+
+def test_chunks_left_out_are_not_built(built: list[int]) -> None:
+    """2,000 plain dicts under a budget that holds a few: only the chunks the fit looks at are built
+    (the placed ones and the first one that does not fit); the debug records of the others are read
+    off the validated columns, still without building them."""
     chunks = [{"id": f"c{i}", "text": "word " * 100, "score": float(-i)} for i in range(2000)]
     out = pack("q", chunks, budget=1000, tokenizer="cl100k_base", layout="sections", min_truncated_tokens=1000)
     placed = len(out.debug_info.order)
@@ -108,18 +114,10 @@ class _Unpriced:
 
 @pytest.mark.parametrize("layout", ["sections", "layered"])
 @pytest.mark.parametrize("tokenizer", ["cl100k_base", "o200k_base"])
-def test_tags_priced_unrendered_change_no_pack(layout: str, tokenizer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tags_priced_unrendered_change_no_pack(layout: str, tokenizer: str, built: list[int]) -> None:
     """Where a chunk could be cut but for its tags (short titles, ids of every length), the chunks left
     out are priced by parts in a scan that builds none of them: for every budget across that band, the
     pack is the one the rendered blocks give, and chunks are left out for exactly-priced tags."""
-    built: list[int] = []
-    plain = edgewise.ranked.plain_chunk
-
-    def counting(*fields: Any) -> Chunk:
-        built.append(1)
-        return plain(*fields)
-
-    monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
     lead = [{"id": "lead", "text": "The lead passage. " * 40, "score": 2.0}]
     rest = [{"id": f"c{i}" + "7" * (i % 9), "title": ["T", "Paris", "A longer title of a page"][i % 3],
              "text": "word " * 90 + str(i), "score": 1.0 - i / 1000} for i in range(300)]

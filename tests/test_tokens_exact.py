@@ -105,15 +105,7 @@ def test_without_rs_bpe_everything_runs_on_tiktoken() -> None:
 
 def _cut_from_all_ids(tok: TiktokenTokenizer, text: str, n: int) -> str:
     """``truncate`` as it reads when it encodes the whole text: the reference for the prefix path."""
-    if n <= 0:
-        return ""
-    ids = tok.encode(text)
-    if len(ids) <= n:
-        return text
-    prefix = tok.decode_bytes(ids[:n]).decode("utf-8", errors="ignore")
-    while prefix and tok.count(prefix) > n:
-        prefix = prefix[:-1]
-    return prefix
+    return "" if n <= 0 else tok.cut_from_ids(text, tok.encode(text), n)
 
 
 LONG = st.one_of(

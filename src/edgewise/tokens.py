@@ -121,6 +121,11 @@ class TiktokenTokenizer:
         ids = self.encode(head)
         if len(ids) <= max_tokens and head is not text:
             ids = self.encode(text)
+        return self.cut_from_ids(text, ids, max_tokens)
+
+    def cut_from_ids(self, text: str, ids: Sequence[int], max_tokens: int) -> str:
+        """``text`` cut to its first ``max_tokens`` tokens, given its ids (or those of a prefix of it
+        that holds more than ``max_tokens``); ``text`` itself if it has no more."""
         if len(ids) <= max_tokens:
             return text
         prefix = self.decode_bytes(ids[:max_tokens]).decode("utf-8", errors="ignore")
