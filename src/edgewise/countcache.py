@@ -87,7 +87,7 @@ def token_head(text: str, n_tokens: int, chars_per_token: int = 8) -> str:
 
     The prefix ends before a space that follows a non-space character: no pre-token of either
     pattern runs across that point (a letter, digit or punctuation run stops at a space, which only
-    the patterns that start with whitespace take, and a run's trailing ``[\r\n]`` or ``/`` is not a
+    the patterns that start with whitespace take, and a run's trailing ``[\\r\\n]`` or ``/`` is not a
     space), and the pre-tokens before it do not depend on what follows. BPE never merges across
     pre-tokens, so encoding the prefix gives the text's first tokens, up to that point. A caller
     that finds ``n_tokens`` or fewer in it encodes the whole text.

@@ -115,8 +115,8 @@ class TiktokenTokenizer:
     def truncate(self, text: str, max_tokens: int) -> str:
         if max_tokens <= 0:
             return ""
-        # a long text's first tokens come from a prefix of it (see token_head): a cut of 40 tokens
-        # from a 700-token passage encodes ~40 tokens' worth, not all of it
+        # a long text's first tokens come from a prefix of it (see token_head): a cut to 30 tokens
+        # encodes ~250 characters of a long text, not all of it
         head = token_head(text, max_tokens) if self._bridges is not None else text
         ids = self.encode(head)
         if len(ids) <= max_tokens and head is not text:
