@@ -18,6 +18,8 @@ input, times (each call alone, ``gc.collect()`` before it):
   texts with blank lines. It counts neither the query nor the joins nor any template.
 - ``haystack``: ``LostInTheMiddleRanker(word_count_threshold=int(B / 1.3)).run(documents=...)``
   on the same chunks as Haystack ``Document`` objects (built outside the timer).
+- ``pack again``: the cold pack once more, last (the count cache cleared again): the same work
+  timed twice, to show how far two timings of it drift apart on this machine.
 
 Columns of the times table ("median (worst)" is the median and the largest value over the row's
 repetitions; times in ms of ``--clock``, CPU time of the process by default):
@@ -28,6 +30,11 @@ repetitions; times in ms of ``--clock``, CPU time of the process by default):
 - ``encode ms``, ``encode_batch ms``, ``loop ms``, ``haystack ms``: medians.
 - ``pack / encode``, ``pack / loop``: cold pack time over encode (over loop) time, taken within each
   repetition (paired, same input, same moment), then the median (worst) of those ratios.
+
+The noise table gives, per row, ``cold pack again / cold pack`` (paired, median and the lowest and
+highest over the repetitions) and the spread, the larger of that ratio and its inverse: how far apart
+two timings of the same cold pack on the same input were, median (worst). A worst-repetition target
+tighter than a row's worst spread cannot be told apart from the machine's noise in that row.
 
 Columns of the budget-fidelity table (token counts are cl100k, medians over repetitions unless said):
 
@@ -50,7 +57,8 @@ and 128k: 200 bare chunks fit in 32k, edgewise's template then leaves a few out)
 "20 and 200 chunks" every budget; "20,000 chunks, 4k budget" that one row, once for the cold pack
 (the issue's figure) and once for the warm. ``largest median`` is the largest of the covered rows'
 medians of the measure (``pack / encode``, ``pack / loop`` or pack ms), and the row it comes from;
-``largest worst`` the same over the rows' worst repetitions. ``met``: a target that names "worst"
+``largest worst`` the same over the rows' worst repetitions; ``same pack twice, largest worst spread``
+the largest worst spread of the noise table over the same rows. ``met``: a target that names "worst"
 is judged on ``largest worst`` alone ("met" / "not met"); the others are "met" when ``largest worst``
 is within the target, "met by median, not by worst" when only ``largest median`` is, else "not
 met"; "not measured" when the run has no row the target covers.
@@ -215,6 +223,7 @@ class Rep:
     encode_batch: float
     loop: float
     haystack: float | None
+    pack_again: float  # the cold pack timed once more, last: the same work twice
     input_tokens: int
     prompt_tokens: int  # edgewise's own count
     prompt_tokens_check: int  # the prompt re-encoded here, independently
@@ -253,8 +262,11 @@ def one_rep(maker: ChunkMaker, n: int, budget: int, haystack: tuple[Any, Any] | 
         hay_docs = len(selected)
         hay_tokens = sum(len(encoding.encode_ordinary(d.content)) for d in selected)
 
+    clear_count_cache(tok)
+    again_ms, _ = timed(run_pack)
+
     return Rep(
-        pack_cold=cold_ms, pack_warm=warm_ms, encode=enc_ms, encode_batch=batch_ms, loop=loop_ms, haystack=hay_ms,
+        pack_cold=cold_ms, pack_again=again_ms, pack_warm=warm_ms, encode=enc_ms, encode_batch=batch_ms, loop=loop_ms, haystack=hay_ms,
         input_tokens=input_tokens, prompt_tokens=info.prompt_tokens,
         prompt_tokens_check=len(encoding.encode_ordinary(packed.prompt)), placed=len(info.order),
         loop_kept=kept, loop_tokens=len(encoding.encode_ordinary(f"{context}\n\n{query}")),
@@ -269,9 +281,13 @@ class Row:
     reps: list[Rep] = field(default_factory=list)
 
     def values(self, name: str) -> list[float]:
-        """One value per repetition: a Rep field, or a paired ratio ``pack/encode``, ``pack/loop``."""
+        """One value per repetition: a Rep field, a paired ratio ``pack/encode``, ``pack/loop``,
+        ``again/cold`` (the cold pack timed twice), or ``spread`` (the larger of that and its inverse)."""
         if name.startswith("pack/"):
             return [r.pack_cold / max(getattr(r, name[5:]), 1e-9) for r in self.reps]
+        if name in ("again/cold", "spread"):
+            ratios = [r.pack_again / max(r.pack_cold, 1e-9) for r in self.reps]
+            return ratios if name == "again/cold" else [max(x, 1 / max(x, 1e-9)) for x in ratios]
         return [getattr(r, name) for r in self.reps]
 
     def median(self, name: str) -> float | None:
@@ -330,6 +346,17 @@ TIMES_HEADER = [
 ]
 
 
+def noise_row(r: Row) -> list[str]:
+    ratios = r.values("again/cold")
+    return [f"{r.n:,}", f"{r.budget:,}", str(len(r.reps)),
+            f"{r.median('again/cold'):.2f}× ({min(ratios):.2f}×–{max(ratios):.2f}×)",
+            f"{r.median('spread'):.2f}× ({r.worst('spread'):.2f}×)"]
+
+
+NOISE_HEADER = ["chunks", "budget", "reps", "cold pack again / cold pack: median (lowest–highest)",
+                "spread: median (worst)"]
+
+
 def fidelity_row(r: Row) -> list[str]:
     if r.exact < len(r.reps):
         print(f"WARNING {r.label}: edgewise's prompt count disagrees with a re-encoding or exceeds the budget "
@@ -379,7 +406,7 @@ def summary_row(t: Target, rows: list[Row]) -> list[str]:
     covered = [r for r in rows if t.covers(r)]
     limit = (f"≤ {t.limit:.1f}×" if t.unit == "×" else f"≤ {t.limit:g}{t.unit}") + (" worst" if t.worst_only else "")
     if not covered:
-        return [t.what, "none in this run", "n/a", "n/a", limit, "not measured"]
+        return [t.what, "none in this run", "n/a", "n/a", "n/a", limit, "not measured"]
 
     def top(stat: Callable[[Row], float]) -> tuple[float, str]:
         worst_row = max(covered, key=stat)
@@ -392,11 +419,13 @@ def summary_row(t: Target, rows: list[Row]) -> list[str]:
     else:
         met = "met" if worst <= t.limit else "met by median, not by worst" if median <= t.limit else "not met"
     fmt = (lambda v: f"{v:.2f}×") if t.unit == "×" else (lambda v: f"{ms(v)} ms")
+    spread, spread_at = top(lambda r: r.worst("spread"))
     return [t.what, "; ".join(r.label for r in covered), f"{fmt(median)} at {median_at}",
-            f"{fmt(worst)} at {worst_at}", limit, met]
+            f"{fmt(worst)} at {worst_at}", f"{spread:.2f}× at {spread_at}", limit, met]
 
 
-SUMMARY_HEADER = ["target (issue 9)", "rows (chunks / budget)", "largest median", "largest worst", "target", "met"]
+SUMMARY_HEADER = ["target (issue 9)", "rows (chunks / budget)", "largest median", "largest worst",
+                  "same pack twice, largest worst spread", "target", "met"]
 
 
 def markdown(header: list[str], rows: list[list[str]], align: str = "---:") -> str:
@@ -481,6 +510,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
           "(~150 tokens) a chunk. (worst) = the largest value over a row's repetitions.\n")
     print("Times\n")
     print(markdown(TIMES_HEADER, [times_row(r) for r in rows]))
+    print("\nNoise: the same cold pack timed twice\n")
+    print(markdown(NOISE_HEADER, [noise_row(r) for r in rows]))
     print("\nBudget fidelity\n")
     print(markdown(FIDELITY_HEADER, [fidelity_row(r) for r in rows]))
     print("\nIssue 9 targets, from the rows above\n")

@@ -28,8 +28,13 @@ def test_pack_benchmark_tiny_run(capsys):
             assert rep.placed <= r.n and rep.loop_kept <= r.n
     assert [rep.placed for rep in rows[0].reps] == [20, 20]
     assert [rep.loop_kept for rep in rows[0].reps] == [20, 20]
-    for header in (bench.TIMES_HEADER, bench.FIDELITY_HEADER, bench.SUMMARY_HEADER):
+    for header in (bench.TIMES_HEADER, bench.NOISE_HEADER, bench.FIDELITY_HEADER, bench.SUMMARY_HEADER):
         assert "| " + " | ".join(header) + " |" in out
+    # the noise table: the cold pack timed twice, its ratio and spread read off each repetition
+    for r in rows:
+        ratios = [rep.pack_again / rep.pack_cold for rep in r.reps]
+        assert r.values("again/cold") == ratios and r.values("spread") == [max(x, 1 / x) for x in ratios]
+        assert f"| {r.n:,} | 4,000 | 2 | {r.median('again/cold'):.2f}× ({min(ratios):.2f}×–{max(ratios):.2f}×) | " in out
     summary = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in out.splitlines()
                if line.startswith("| cold pack") or line.startswith("| pack at")}
     assert {k: v[0] for k, v in summary.items()} == {
@@ -41,6 +46,8 @@ def test_pack_benchmark_tiny_run(capsys):
         "pack at 20,000 chunks, 4k budget: warm": "none in this run",
     }
     assert summary["pack at 20,000 chunks, 4k budget: cold"][-1].rstrip(" |") == "not measured"
+    spread = max(r.worst("spread") for r in rows)
+    assert summary["cold pack / hand-written loop, 20 and 200 chunks"][3].startswith(f"{spread:.2f}× at ")
 
 
 @pytest.mark.models

@@ -57,11 +57,14 @@ class PlainRanked(Sequence[Chunk]):
         for at in self._order:
             yield plain_chunk(texts[at], ids[at], scores[at], titles[at])
 
-    def scan(self, start: int) -> Iterator[tuple[str, str | None, str, bool]]:
-        """(text, title, id, has a summary) of each chunk from rank ``start`` on, read without
-        building it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
-        return zip(self._column_from(self._texts, start), self._column_from(self._titles, start),
-                   self._column_from(self._ids, start), repeat(False))
+    def scan(self, start: int) -> Iterator[tuple[str, str | None, bool]]:
+        """(text, title, has a summary) of each chunk from rank ``start`` on, read without building
+        it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
+        return zip(self._column_from(self._texts, start), self._column_from(self._titles, start), repeat(False))
+
+    def id_at(self, i: int) -> str:
+        """The id of the chunk at rank ``i``, without building it."""
+        return self._ids[self._order[i]]
 
     def texts_from(self, start: int) -> Iterator[str]:
         """The texts from rank ``start`` on (an iterator in C: no frame per text)."""
@@ -128,12 +131,17 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
 # building nothing new: the steps that skip, record or look over many chunks call these.
 
 
-def scan(chunks: Sequence[Chunk], start: int) -> Iterator[tuple[str, str | None, str, bool]]:
-    """(text, title, id, has a summary) of each chunk from ``start`` on (no copy of the chunks)."""
+def scan(chunks: Sequence[Chunk], start: int) -> Iterator[tuple[str, str | None, bool]]:
+    """(text, title, has a summary) of each chunk from ``start`` on (no copy of the chunks)."""
     if isinstance(chunks, PlainRanked):
         return chunks.scan(start)
-    return ((c.text, c.title, c.id, bool(c.meta) and c.summary is not None)
+    return ((c.text, c.title, bool(c.meta) and c.summary is not None)
             for c in map(chunks.__getitem__, range(start, len(chunks))))
+
+
+def id_at(chunks: Sequence[Chunk], i: int) -> str:
+    """The id of the chunk at ``i`` (a lazy sequence builds none)."""
+    return chunks.id_at(i) if isinstance(chunks, PlainRanked) else chunks[i].id
 
 
 def plain_texts(chunks: Sequence[Chunk], start: int) -> Iterator[str] | None:

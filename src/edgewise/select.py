@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .checks import check_int, check_number
 from .chunk import Chunk
 from .layout.base import Item
-from .ranked import plain_texts, scan
+from .ranked import id_at, plain_texts, scan
 from .tokens import Tokenizer
 
 
@@ -221,7 +221,7 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
                 break
             i += 1
         return i
-    for text, _title, _cid, has_summary in scan(ranked, start):
+    for text, _title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
         i += 1
@@ -241,7 +241,7 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     whys: list[str] = []
     by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
     by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
-    for text, title, cid, has_summary in scan(ranked, start):
+    for text, title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
         reason = by_title.get(title, "")
@@ -249,7 +249,7 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
             least = tags_bound(title)
             reason = by_title[title] = why(left, least, None) if left - least < min_truncated_tokens else None
         if reason is None:
-            if tags_cost is None or left - (overhead := tags_cost(cid, title)) >= min_truncated_tokens:
+            if tags_cost is None or left - (overhead := tags_cost(id_at(ranked, i), title)) >= min_truncated_tokens:
                 break
             reason = by_cost.get(overhead)
             if reason is None:  # (a reason that names the tags' cost does not name their bound)
