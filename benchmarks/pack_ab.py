@@ -50,14 +50,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="20,200,2000")
     parser.add_argument("--budgets", default="4000,32000")
     parser.add_argument("--reps", type=int, default=60)
+    parser.add_argument("--counter", choices=["quicktok", "rs-bpe"], default="rs-bpe",
+                        help="what this checkout counts on (default rs-bpe: a checkout before the switch has no other)")
     a = parser.parse_args()
+    from pack import set_counter  # benchmarks/pack.py
+
+    counter = set_counter(a.counter)
     from edgewise.eval.data import data_path
 
     other = load_other(Path(a.against))
     with gzip.open(data_path("nq-open-oracle-dev.jsonl.gz", a.data), "rt", encoding="utf-8") as f:
         words = [w for line in f for w in json.loads(line)["ctxs"][0]["text"].split()]
     print(f"this: {_commit(Path(edgewise.__file__))}\nother: {_commit(Path(other.__file__))}\n"
-          f"warm pack, CPU time, median of {a.reps} alternated calls\n")
+          f"warm pack, CPU time, median of {a.reps} alternated calls; this checkout counts on {counter}\n")
     print("| chunks | budget | other ms | this ms | this / other (median of paired ratios) |")
     print("|---:|---:|---:|---:|---:|")
     rng = random.Random(0)

@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
     parser.add_argument("--against", help="another checkout, timed alternately (its src/edgewise is loaded)")
     parser.add_argument("--data", help="nq-open-oracle-dev.jsonl.gz or its folder (default: $EDGEWISE_DATA, ../shared/data)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--counter", choices=["quicktok", "rs-bpe"], default="rs-bpe",
+                        help="what this checkout counts on (default rs-bpe: a checkout before the switch has no other)")
     a = parser.parse_args(argv)
+    counter = bench.set_counter(a.counter)
     start, stop = (int(x) for x in a.budgets.split(":"))
     other = load_other(Path(a.against)) if a.against else None
     maker = bench.ChunkMaker(data_path("nq-open-oracle-dev.jsonl.gz", a.data), a.seed)
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
 
     print(f"this: {_commit(Path(edgewise.__file__))}" + (f"\nother: {_commit(Path(other.__file__))}" if other else ""))
     print(f"{a.chunks:,} chunks, {len({c['title'] for c in chunks}):,} distinct titles, budgets {start}..{stop - 1}, "
-          f"cold pack, CPU ms, median of {a.reps} per budget\n")
+          f"cold pack, CPU ms, median of {a.reps} per budget; this checkout counts on {counter}\n")
     print("budget  left  band          this ms" + ("  other ms" if other else ""))
     rows: list[tuple[int, int, str, float, float | None]] = []
     for budget in range(start, stop):

@@ -18,6 +18,7 @@ def test_pack_benchmark_tiny_run(capsys):
     spec.loader.exec_module(bench)
     rows = bench.main(["--sizes", "20,200", "--budgets", "4000", "--reps", "2", "--data", str(ROOT / "tests" / "data")])
     out = capsys.readouterr().out
+    assert "cl100k_base, edgewise counting on quicktok; order edges" in out
 
     assert [(r.n, r.budget, len(r.reps)) for r in rows] == [(20, 4000, 2), (200, 4000, 2)]
     assert [r.exact for r in rows] == [2, 2]
@@ -133,9 +134,11 @@ def test_pack_band_tiny_run(capsys):
     loaded again): every budget gets a band read off its debug record, both checkouts a time, and
     the table counts every budget once. No timing is asserted."""
     bench = _load("bench_pack_band", "pack_band.py")
+    # (quicktok: this process may have switched already, and a run on rs-bpe would stop, saying so)
     rows = bench.main(["--chunks", "300", "--budgets", "3998:4022", "--against", str(ROOT),
-                       "--data", str(ROOT / "tests" / "data")])
+                       "--data", str(ROOT / "tests" / "data"), "--counter", "quicktok"])
     out = capsys.readouterr().out
+    assert "median of 1 per budget; this checkout counts on quicktok\n" in out
     assert [r[0] for r in rows] == list(range(3998, 4022))
     assert all(r[4] is not None and r[3] > 0 for r in rows)
     assert {r[2] for r in rows} <= set(bench.BANDS) and {"exhausted", "no cut", "tags"} <= {r[2] for r in rows}

@@ -199,7 +199,8 @@ def test_capabilities_list_the_registries_with_plugins(main):
 def test_probes_and_openapi(main):
     assert httpx.get(f"{main['url']}/healthz").json() == {"status": "ok"}
     r = httpx.get(f"{main['url']}/readyz")
-    assert (r.status_code, r.json()) == (200, {"status": "ready", "preload": {}})
+    # a server counts on quicktok (the fast extra) from its first request: it switched at start
+    assert (r.status_code, r.json()) == (200, {"status": "ready", "preload": {}, "counter": "quicktok"})
     schema = httpx.get(f"{main['url']}/openapi.json").json()
     options = schema["components"]["schemas"]["PackRequest"]["properties"]["options"]
     expected = edgewise.PackOptions.json_schema()
@@ -520,9 +521,9 @@ def test_preloaded_dense_model_is_ready_and_used(tmp_path):
     with running(["--preload", "dense"], tmp_path, wait_s=120) as server:
         deadline = time.monotonic() + 120
         while (r := httpx.get(f"{server['url']}/readyz")).status_code != 200 and time.monotonic() < deadline:
-            assert r.json() == {"status": "loading", "preload": {"dense": "loading"}}
+            assert r.json() == {"status": "loading", "preload": {"dense": "loading"}, "counter": "quicktok"}
             time.sleep(0.5)
-        assert (r.status_code, r.json()) == (200, {"status": "ready", "preload": {"dense": "ready"}})
+        assert (r.status_code, r.json()) == (200, {"status": "ready", "preload": {"dense": "ready"}, "counter": "quicktok"})
         plain = [{"id": c["id"], "text": c["text"]} for c in CHUNKS]
         options = {"scorer": "dense", "prune": 0.2, "prune_scorer": "dense", "budget": 400}
         r = httpx.post(f"{server['url']}/v1/pack", json={"query": QUERY, "chunks": plain, "options": options}, timeout=60)

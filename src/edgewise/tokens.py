@@ -48,6 +48,12 @@ class Tokenizer(Protocol):
         ...
 
 
+# Characters a process counts before counting switches to quicktok: rs-bpe counts ~19 characters
+# of NQ text a µs on this project's 2-core machine, so this is ~200 ms of counting, about what
+# quicktok's load costs (BENCHMARKS.md, "A faster counter for long-lived processes").
+FAST_COUNTER_AFTER_CHARS = 4_000_000
+
+
 class TiktokenTokenizer:
     """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
     per name); build one yourself for a count cache of another size (``cache_chars``).
@@ -57,12 +63,20 @@ class TiktokenTokenizer:
     ~130 ms, and it counts 1.5-1.9x faster with the same ids (``benchmarks/tokenizer_speed.py``;
     ``tests/test_tokens_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
     ``Encoding``, built on first use; without rs-bpe everything runs on it.
+
+    A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 2-3x faster again
+    with the same counts, but ~300 ms to load (numpy's import and its tables): too slow for a
+    one-shot ``edgewise pack``, worth it once a process has counted ``switch_after`` characters
+    (default :data:`FAST_COUNTER_AFTER_CHARS`; None: never), when counting switches to it by itself;
+    :meth:`speed_up` switches now (``edgewise serve`` does, at start). ``counter`` names what counts.
     """
 
     estimated = False
 
-    def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True) -> None:
+    def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True,
+                 switch_after: int | None = FAST_COUNTER_AFTER_CHARS) -> None:
         self.name = name
+        self.switch_after = switch_after
         self._fast = _load_fast(name) if fast else None
         self._encoding: Any = None if self._fast is not None else _load_tiktoken(name)
         self._cache = CountCache(cache_chars)
@@ -72,10 +86,48 @@ class TiktokenTokenizer:
         if self._bridges == ():  # cl100k: no junction to take off, so the bound is words_bound itself
             self.lower_bound = words_bound  # type: ignore[method-assign] - one call less per chunk skipped
         if self._fast is not None:
-            self._count_one = self._fast_count
+            self._base_count: Callable[[str], int] = self._fast_count
             self._decode_tokens = self._fast.bpe().decode_tokens
         else:
-            self._count_one = lambda t: len(self._encoding.encode_ordinary(t))
+            self._base_count = lambda t: len(self._encoding.encode_ordinary(t))
+        self.counter = "rs-bpe" if self._fast is not None else "tiktoken"
+        self._counted = 0  # characters counted before a switch to quicktok is tried (see speed_up)
+        self._switch_lock = threading.Lock()
+        self._quick: Any = None
+        self._count_one: Callable[[str], int] = self._tallied
+
+    def _tallied(self, text: str) -> int:
+        self._counted += len(text)  # (a lost update between threads only delays the switch)
+        if self.switch_after is not None and self._counted > self.switch_after:  # once: speed_up ends the tally
+            self.speed_up()
+        return self._base_count(text)
+
+    def speed_up(self) -> bool:
+        """Count on quicktok from now on, when it is installed (``pip install 'edgewise[fast]'``)
+        and counts this encoding; True when it does. Tried once: where quicktok is missing, lacks
+        the encoding or disagrees with this tokenizer on a probe of tricky texts, counting stays as
+        it was and ``counter`` says why. Ids (``encode``, ``truncate``) stay on rs-bpe/tiktoken."""
+        with self._switch_lock:
+            if self.counter.startswith("quicktok"):
+                return True
+            if self._counted < 0:  # tried before, and stayed
+                return False
+            self._counted = -1
+            quick, why = _load_quick(self.name)
+            if quick is not None:
+                wrong = [p for p in _PROBES if _quick_count(quick, p) != self._base_count(p)]
+                why = f"quicktok disagrees on {wrong[0]!r}" if wrong else None
+            if why is not None:
+                self.counter += f" ({why})"
+                self._count_one = self._base_count
+                return False
+            self._quick = quick
+            self.counter = "quicktok"
+            self._count_one = self._quick_count
+            return True
+
+    def _quick_count(self, text: str) -> int:
+        return _quick_count(self._quick, text)
 
     @property
     def encoding(self) -> Any:
@@ -166,6 +218,34 @@ class TiktokenTokenizer:
 
 def _replace_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+# texts a counter must count as this tokenizer does before counting switches to it: special-token
+# strings (plain text here), whitespace runs, CRLF, digits, contractions, several scripts, emoji
+_PROBES = (
+    "", " ", "<|endoftext|>", "a <|fim_prefix|>b<|endofprompt|>", "  \r\n\t \n\n  x  ", "I'm it's we'll 12345678 3.14",
+    "naïve café Straße — «ok»", "東京は日本の首都です。", "Привет, мир", "مرحبا بالعالم", "🙂👍🏽 e\u0301", "\x00\x1c\x1f\x7f",
+    "<doc id=\"a\" title=\"T\">\n  text\n</doc>\n", "x" * 300, " " * 257 + "y",
+)
+
+
+def _load_quick(name: str) -> tuple[Any, str | None]:
+    """quicktok's ``name``, or None and why not."""
+    try:
+        import quicktok
+    except ImportError:
+        return None, "quicktok is not installed: pip install 'edgewise[fast]'"
+    try:
+        return quicktok.get_encoding(name), None
+    except Exception as exc:  # noqa: BLE001 - any failure to load leaves counting as it was, said in .counter
+        return None, f"quicktok could not load {name}: {type(exc).__name__}: {exc}"
+
+
+def _quick_count(quick: Any, text: str) -> int:
+    try:
+        return quick.count(text)  # type: ignore[no-any-return]
+    except (TypeError, UnicodeEncodeError):  # lone surrogates (no UTF-8 for them): replaced, as tiktoken does
+        return quick.count(_replace_surrogates(text))  # type: ignore[no-any-return]
 
 
 def _load_fast(name: str) -> Any:

@@ -168,7 +168,10 @@ def probe_router() -> APIRouter:
         ready = all(s == "ready" for s in states.values())
         failed = any(s.startswith("failed") for s in states.values())
         status = "ready" if ready else "failed" if failed else "loading"
-        return JSONResponse({"status": status, "preload": states}, status_code=200 if ready else 503)
+        packer = request.app.state.packer
+        counter = getattr(packer.tokenizer(packer.options), "counter", None)  # what counts tokens now
+        return JSONResponse({"status": status, "preload": states, "counter": counter},
+                            status_code=200 if ready else 503)
 
     return r
 

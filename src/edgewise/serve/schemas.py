@@ -157,6 +157,7 @@ class Health(BaseModel):
 class Ready(BaseModel):
     status: str
     preload: dict[str, str]
+    counter: str | None = None  # what counts the default tokenizer's tokens (rs-bpe, quicktok...)
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
