@@ -65,7 +65,7 @@ met"; "not measured" when the run has no row the target covers.
 
 edgewise counts on quicktok (``--counter``, default), as a long-lived process does: it switches to
 it by itself after 4 M characters, and the run switches it before the warm-up so that no timed call
-pays the ~0.3 s load; ``--counter rs-bpe`` times the counter a process starts with. The loop and the
+pays the ~0.2 s load; ``--counter rs-bpe`` times the counter a process starts with. The loop and the
 encode pass use tiktoken, as a user's code would.
 
 Chunk texts are windows of 100-120 words (uniform; ~150 tokens) at random offsets of the stream of

@@ -111,14 +111,37 @@ def test_the_20000_chunk_table_is_read_off_the_committed_runs():
         assert f"| {budget} | " + " | ".join(cells) + " |" in doc
 
 
+def test_the_fifth_pass_tables_are_the_committed_runs():
+    """BENCHMARKS.md quotes the fifth pass's cold-counting table and run 1's noise table as printed,
+    and its table of pack / loop by run reads each run's times table."""
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    cold = (ROOT / "docs" / "bench" / "cold-tables-fifth.txt").read_text(encoding="utf-8").split("\n\n")[-1].strip()
+    assert cold.startswith("| counter | blocks |") and cold in doc
+    run1 = (ROOT / "docs" / "bench" / "pack-issue9-fifth-quicktok.txt").read_text(encoding="utf-8")
+    noise = run1.split("Noise: the same cold pack timed twice\n\n")[1].split("\n\n")[0].strip()
+    assert noise.count("\n") == 13 and noise in doc
+
+    def pack_loop(name: str) -> dict[str, str]:
+        text = (ROOT / "docs" / "bench" / f"pack-issue9-fifth-{name}.txt").read_text(encoding="utf-8")
+        cells = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith(("| 20 |", "| 200 |"))]
+        return {f"{c[0].strip()} / {c[1]}": c[12].strip() for c in cells if len(c) == 13}
+
+    runs = [pack_loop(n) for n in ("quicktok", "quicktok-2", "quicktok-3", "rsbpe")]
+    for label in runs[0]:
+        assert f"| {label} | " + " | ".join(r[label] for r in runs) + " |" in doc, label
+
+
 def test_cold_tables_tiny_run(capsys):
     spec = importlib.util.spec_from_file_location("bench_cold_tables", ROOT / "benchmarks" / "cold_tables.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    out = bench.main(["--reps", "2", "--data", str(ROOT / "tests" / "data")])
-    assert sorted(out) == ["rs-bpe, cold", "rs-bpe, warm", "tiktoken, cold", "tiktoken, warm"]
+    out = bench.main(["--reps", "2", "--sizes", "20,200", "--data", str(ROOT / "tests" / "data")])
+    assert sorted(out) == [(c, n, s) for c in ("quicktok", "rs-bpe", "tiktoken") for n in (20, 200) for s in ("cold", "warm")]
     assert all(ms > 0 for ms in out.values())
-    assert "| counter | ms |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| counter | blocks | cold ms | warm ms | characters / µs, cold |" in printed
+    assert [line.split(" | ")[:2] for line in printed.splitlines() if line.startswith(("| tiktoken", "| rs-bpe", "| quicktok"))] == [
+        ["| " + c, n] for n in ("20", "200") for c in ("tiktoken", "rs-bpe", "quicktok")]
 
 
 def _load(name: str, file: str):  # noqa: ANN202 - a benchmark script as a module
@@ -148,9 +171,10 @@ def test_pack_band_tiny_run(capsys):
     assert table == {**{b: sum(r[2] == b for r in rows) for b in bench.BANDS}, "all": 24}
 
 
-def test_the_band_sweep_table_is_the_committed_run():
-    """BENCHMARKS.md quotes the by-band table of the committed band sweep, and the sweep's lines add up to it."""
-    raw = (ROOT / "docs" / "bench" / "pack-issue9-band.txt").read_text(encoding="utf-8")
+@pytest.mark.parametrize("raw_name", ["pack-issue9-band.txt", "pack-issue9-band-fifth.txt"])
+def test_the_band_sweep_table_is_the_committed_run(raw_name):
+    """BENCHMARKS.md quotes the by-band table of each committed band sweep, and the sweep's lines add up to it."""
+    raw = (ROOT / "docs" / "bench" / raw_name).read_text(encoding="utf-8")
     table = raw.split("\n\n")[-1].strip()
     assert table.startswith("| band | budgets |") and table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
     lines = [line.split() for line in raw.splitlines() if line[:6].strip().isdigit()]
@@ -159,7 +183,9 @@ def test_the_band_sweep_table_is_the_committed_run():
     assert counts == {**{k: kinds.count(k) for k in ("exhausted", "no cut", "tags", "tags priced")}, "all": len(lines)}
 
 
-@pytest.mark.parametrize("raw", ["pack-issue9-third/full.txt", "pack-issue9-fourth-full.txt"])
+@pytest.mark.parametrize("raw", ["pack-issue9-third/full.txt", "pack-issue9-fourth-full.txt",
+                                 "pack-issue9-fifth-quicktok.txt", "pack-issue9-fifth-quicktok-2.txt",
+                                 "pack-issue9-fifth-quicktok-3.txt", "pack-issue9-fifth-rsbpe.txt"])
 def test_the_full_runs_targets_are_quoted_as_printed(raw):
     """BENCHMARKS.md quotes the issue-9 targets table of each committed full run of benchmarks/pack.py verbatim."""
     text = (ROOT / "docs" / "bench" / raw).read_text(encoding="utf-8")

@@ -22,23 +22,14 @@ import edgewise
 import edgewise.tokens as tokens
 from edgewise.tokens import TiktokenTokenizer
 
+from .corpus import bundled_texts
+
 EXACT = ("cl100k_base", "o200k_base")
 DATA = Path(__file__).parent / "data"
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def _texts() -> list[str]:
-    out: list[str] = []
-    with gzip.open(DATA / "nq-open-oracle-dev.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            out += [row["question"], *(c["title"] for c in row["ctxs"]), *(c["text"] for c in row["ctxs"])]
-    with gzip.open(DATA / "kv-retrieval-75_keys.jsonl.gz", "rt", encoding="utf-8") as f:
-        out += [json.dumps(json.loads(line)["ordered_kv_records"]) for line in f]
-    return out
-
-
-TEXTS = _texts()
+TEXTS = bundled_texts()
 _QUICK: dict[str, TiktokenTokenizer] = {}
 _REFERENCE: dict[str, TiktokenTokenizer] = {}
 

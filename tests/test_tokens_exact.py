@@ -8,10 +8,6 @@ and over generated text equals ``tiktoken``'s ``encode_ordinary``, and ``truncat
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,22 +15,12 @@ from hypothesis import strategies as st
 from edgewise.tokens import TiktokenTokenizer, get_tokenizer
 from edgewise.wordbound import BRIDGES_BY_NAME, CL100K_PATTERN, O200K_PATTERN
 
+from .corpus import bundled_texts
+
 EXACT = ("cl100k_base", "o200k_base")
-DATA = Path(__file__).parent / "data"
 
 
-def _texts() -> list[str]:
-    out: list[str] = []
-    with gzip.open(DATA / "nq-open-oracle-dev.jsonl.gz", "rt", encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            out += [row["question"], *(c["title"] for c in row["ctxs"]), *(c["text"] for c in row["ctxs"])]
-    with gzip.open(DATA / "kv-retrieval-75_keys.jsonl.gz", "rt", encoding="utf-8") as f:
-        out += [json.dumps(json.loads(line)["ordered_kv_records"]) for line in f]
-    return out
-
-
-TEXTS = _texts()
+TEXTS = bundled_texts()
 
 
 @pytest.fixture(scope="module", params=EXACT)

@@ -48,9 +48,11 @@ class Tokenizer(Protocol):
         ...
 
 
-# Characters a process counts before counting switches to quicktok: rs-bpe counts ~19 characters
-# of NQ text a µs on this project's 2-core machine, so this is ~200 ms of counting, about what
-# quicktok's load costs (BENCHMARKS.md, "A faster counter for long-lived processes").
+# Characters a process counts before counting switches to quicktok. rs-bpe counts 11-30 characters
+# of fresh NQ blocks a µs on this project's 2-core machine (20 to 2,000 blocks at a time), so this
+# is 135-370 ms of counting, of the order of quicktok's load (~175 ms): switching once counting
+# has cost what the switch costs is the ski-rental rule, never much worse than the better choice
+# in hindsight (BENCHMARKS.md, "Issue 9, fifth pass: a faster counter for long-lived processes").
 FAST_COUNTER_AFTER_CHARS = 4_000_000
 
 
@@ -64,9 +66,10 @@ class TiktokenTokenizer:
     ``tests/test_tokens_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
     ``Encoding``, built on first use; without rs-bpe everything runs on it.
 
-    A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 2-3x faster again
-    with the same counts, but ~300 ms to load (numpy's import and its tables): too slow for a
-    one-shot ``edgewise pack``, worth it once a process has counted ``switch_after`` characters
+    A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 1.9-2.8x faster again
+    with the same counts, but ~175 ms of CPU to load (numpy's import and its tables) against
+    rs-bpe's ~30: too slow for a one-shot ``edgewise pack``, worth it once a process has counted
+    ``switch_after`` characters
     (default :data:`FAST_COUNTER_AFTER_CHARS`; None: never), when counting switches to it by itself;
     :meth:`speed_up` switches now (``edgewise serve`` does, at start). ``counter`` names what counts.
     """

@@ -91,7 +91,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     tok = packer.tokenizer(packer.options)
     tok.count("warm up")  # the default tokenizer's tables
     if (speed_up := getattr(tok, "speed_up", None)) is not None:
-        speed_up()  # a server is long-lived: its fastest counter from the first request (~0.3 s more at start)
+        speed_up()  # a server is long-lived: its fastest counter from the first request (~0.2 s more at start)
     if config.models_file:  # the user's models: before the capabilities list them and any request names one
         from ..models import load_models
 
