@@ -69,9 +69,9 @@ class TiktokenTokenizer:
     A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 1.9-2.8x faster again
     with the same counts, but ~175 ms of CPU to load (numpy's import and its tables) against
     rs-bpe's ~30: too slow for a one-shot ``edgewise pack``, worth it once a process has counted
-    ``switch_after`` characters
-    (default :data:`FAST_COUNTER_AFTER_CHARS`; None: never), when counting switches to it by itself;
-    :meth:`speed_up` switches now (``edgewise serve`` does, at start). ``counter`` names what counts.
+    ``switch_after`` characters (default :data:`FAST_COUNTER_AFTER_CHARS`; None: never), when
+    counting switches to it by itself; :meth:`speed_up` switches now (``edgewise serve`` does, at
+    start). ``counter`` names what counts.
     """
 
     estimated = False
