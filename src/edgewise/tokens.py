@@ -111,7 +111,7 @@ class TiktokenTokenizer:
         the encoding or disagrees with this tokenizer on a probe of tricky texts, counting stays as
         it was and ``counter`` says why. Ids (``encode``, ``truncate``) stay on rs-bpe/tiktoken."""
         with self._switch_lock:
-            if self.counter.startswith("quicktok"):
+            if self._quick is not None:
                 return True
             if self._counted < 0:  # tried before, and stayed
                 return False
