@@ -11,19 +11,20 @@ CHECK_EXTRAS := dev,hf,models,integrations,serve,index,ray,fast
 .PHONY: demo test check bench clean
 
 # One stamp per install, so that `make demo` (the core only) followed by `make test` still installs
-# the extras. A bigger install touches the smaller stamps: it holds what they hold.
+# the extras. A bigger install touches the smaller stamps: it holds what they hold. The editable
+# install compiles the word-bound scan (setup.py, src/edgewise/_scan.c): a change to it reinstalls.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed-core: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-core: pyproject.toml setup.py src/edgewise/_scan.c | $(BIN)/python
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.installed-check: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-check: pyproject.toml setup.py src/edgewise/_scan.c | $(BIN)/python
 	$(PIP) install -e '.[$(CHECK_EXTRAS)]'
 	touch $@ $(VENV)/.installed-core
 
-$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-all: pyproject.toml setup.py src/edgewise/_scan.c | $(BIN)/python
 	$(PIP) install -e '.[$(EXTRAS)]'
 	touch $@ $(VENV)/.installed-check $(VENV)/.installed-core
 

@@ -36,26 +36,25 @@ class CountCache:
     def get(self, text: str, compute: Callable[[str], int], admit: bool = True) -> int:
         # a hit takes no lock: dict and OrderedDict operations are atomic, and a text evicted by
         # another thread between the lookup and the move is simply not moved
-        value = self._data.get(text)
+        data = self._data
+        value = data.get(text)
         if value is not None:
             tid = threading.get_ident()
             self._hits[tid] = self._hits.get(tid, 0) + 1
             try:
-                self._data.move_to_end(text)
+                data.move_to_end(text)
             except KeyError:
                 pass
             return value
-        with self._lock:
-            self.misses += 1
         value = compute(text)
-        if admit and len(text) <= self._max_chars // 4:
-            with self._lock:
-                if text not in self._data:
-                    self._data[text] = value
-                    self._chars += len(text)
-                    while self._chars > self._max_chars:
-                        old, _ = self._data.popitem(last=False)
-                        self._chars -= len(old)
+        with self._lock:  # once a miss: its tally and its entry
+            self.misses += 1
+            if admit and len(text) <= self._max_chars >> 2 and text not in data:
+                data[text] = value
+                self._chars += len(text)
+                while self._chars > self._max_chars:
+                    old, _ = data.popitem(last=False)
+                    self._chars -= len(old)
         return value
 
     def stats(self) -> dict[str, int]:

@@ -62,13 +62,14 @@ class PlainRanked(Sequence[Chunk]):
         it (a plain chunk has no summary; its title may be empty where the chunk's is None)."""
         return zip(self._column_from(self._texts, start), self._column_from(self._titles, start), repeat(False))
 
+    def columns(self) -> tuple[list[str], list[Any], list[str], list[int]]:
+        """The texts, titles and ids columns, in input order, and the input positions best first
+        (the lists themselves: not to be changed)."""
+        return self._texts, self._titles, self._ids, self._order
+
     def id_at(self, i: int) -> str:
         """The id of the chunk at rank ``i``, without building it."""
         return self._ids[self._order[i]]
-
-    def texts_from(self, start: int) -> Iterator[str]:
-        """The texts from rank ``start`` on (an iterator in C: no frame per text)."""
-        return self._column_from(self._texts, start)
 
     def _column_from(self, column: list[Any], start: int) -> Iterator[Any]:
         return map(column.__getitem__, map(self._order.__getitem__, range(start, len(self._order))))
@@ -144,9 +145,9 @@ def id_at(chunks: Sequence[Chunk], i: int) -> str:
     return chunks.id_at(i) if isinstance(chunks, PlainRanked) else chunks[i].id
 
 
-def plain_texts(chunks: Sequence[Chunk], start: int) -> Iterator[str] | None:
-    """The texts from ``start`` on when none of ``chunks`` can have a summary (a lazy sequence), else None."""
-    return chunks.texts_from(start) if isinstance(chunks, PlainRanked) else None
+def columns(chunks: Sequence[Chunk]) -> tuple[list[str], list[Any], list[str], list[int]] | None:
+    """A lazy sequence's texts, titles, ids and order (see :meth:`PlainRanked.columns`), else None."""
+    return chunks.columns() if isinstance(chunks, PlainRanked) else None
 
 
 def has_summaries(chunks: Sequence[Chunk]) -> bool:

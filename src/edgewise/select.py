@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from .checks import check_int, check_number
 from .chunk import Chunk
 from .layout.base import Item
-from .ranked import id_at, plain_texts, scan
+from .ranked import columns, id_at, scan
 from .tokens import Tokenizer
 
 
@@ -214,13 +215,10 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it skips.
     """
     i, limit = start, 2 * left
-    texts = plain_texts(ranked, start)
-    if texts is not None:  # texts alone, read in C
-        for text in texts:
-            if len(text) <= limit or bound(text, left) <= left:
-                break
-            i += 1
-        return i
+    many, cols = getattr(bound, "scan", None), columns(ranked)
+    if many is not None and cols is not None:  # the bound's own scan of a lazy sequence's texts (C)
+        texts, _titles, _ids, order = cols
+        return int(many(texts, order, start, left, limit))
     for text, _title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
@@ -241,20 +239,40 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     whys: list[str] = []
     by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
     by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
-    for text, title, has_summary in scan(ranked, start):
-        if has_summary or len(text) <= limit or bound(text, left) <= left:
-            break
-        reason = by_title.get(title, "")
-        if reason == "":
+
+    def reason(title: str | None, chunk_id: Callable[[], str]) -> str | None:
+        """Why a chunk with this title and more words than ``left`` cannot be cut; None if it might be."""
+        found = by_title.get(title, "")
+        if found == "":
             least = tags_bound(title)
-            reason = by_title[title] = why(left, least, None) if left - least < min_truncated_tokens else None
-        if reason is None:
-            if tags_cost is None or left - (overhead := tags_cost(id_at(ranked, i), title)) >= min_truncated_tokens:
-                break
-            reason = by_cost.get(overhead)
-            if reason is None:  # (a reason that names the tags' cost does not name their bound)
-                reason = by_cost[overhead] = why(left, 0, overhead)
-        whys.append(reason)
+            found = by_title[title] = why(left, least, None) if left - least < min_truncated_tokens else None
+        if found is None:
+            if tags_cost is None or left - (overhead := tags_cost(chunk_id(), title)) >= min_truncated_tokens:
+                return None
+            found = by_cost.get(overhead)
+            if found is None:  # (a reason that names the tags' cost does not name their bound)
+                found = by_cost[overhead] = why(left, 0, overhead)
+        return found
+
+    many, cols = getattr(bound, "scan", None), columns(ranked)
+    if many is not None and cols is not None:
+        # the bound's own scan (C) skips the chunks whose text is over and whose title (or tags'
+        # price) already has a reason; it stops (~i) at one that needs deciding here, or (i) where
+        # a text might fit
+        texts, titles, ids, order = cols
+        room = left - min_truncated_tokens  # tags that cost more leave too little room for a cut
+        while (i := many(texts, order, i, left, limit, titles, by_title, whys, ids, tags_cost, room, by_cost)) < 0:
+            at = order[~i]
+            if (found := reason(titles[at], ids[at].__str__)) is None:
+                return ~i, whys
+            whys.append(found)
+            i = ~i + 1
+        return i, whys
+    for text, title, has_summary in scan(ranked, start):
+        if has_summary or len(text) <= limit or bound(text, left) <= left or (
+                found := reason(title, partial(id_at, ranked, i))) is None:
+            break
+        whys.append(found)
         i += 1
     return i, whys
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from .countcache import CountCache, split_is_clean, token_head
 from .errors import ConfigError
 from .registry import Registry
-from .wordbound import BRIDGES_BY_NAME, words_bound
+from .wordbound import BRIDGES_BY_NAME, WordBound, words_bound
 
 
 @runtime_checkable
@@ -86,8 +87,8 @@ class TiktokenTokenizer:
         # the word bound is proven for these two split patterns (see words_bound; a test holds
         # tiktoken's patterns to the ones the proof reads)
         self._bridges = BRIDGES_BY_NAME.get(name)
-        if self._bridges == ():  # cl100k: no junction to take off, so the bound is words_bound itself
-            self.lower_bound = words_bound  # type: ignore[method-assign] - one call less per chunk skipped
+        if self._bridges is not None:  # with its scan of many texts, which select.fit runs on skipped chunks
+            self.lower_bound = WordBound(self._bridges)  # type: ignore[method-assign]
         if self._fast is not None:
             self._base_count: Callable[[str], int] = self._fast_count
             self._decode_tokens = self._fast.bpe().decode_tokens
@@ -126,11 +127,8 @@ class TiktokenTokenizer:
                 return False
             self._quick = quick
             self.counter = "quicktok"
-            self._count_one = self._quick_count
+            self._count_one = partial(_quick_count, quick)  # no frame of this tokenizer's per count
             return True
-
-    def _quick_count(self, text: str) -> int:
-        return _quick_count(self._quick, text)
 
     @property
     def encoding(self) -> Any:

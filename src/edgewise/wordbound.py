@@ -9,6 +9,10 @@ tokens left, so a budget that fills early never pays for the chunks that cannot 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 # The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
 # where one of its pre-tokens can hold two whitespace-separated words: o200k's
 # `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
@@ -19,7 +23,8 @@ O200K_PATTERN = "|".join([
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
 ])
-BRIDGES_BY_NAME: dict[str, tuple[str, ...]] = {"cl100k_base": (), "o200k_base": ("\n/", "\r/")}
+O200K_BRIDGES = ("\n/", "\r/")
+BRIDGES_BY_NAME: dict[str, tuple[str, ...]] = {"cl100k_base": (), "o200k_base": O200K_BRIDGES}
 _NOT_WHITE_SPACE = ("\x1c", "\x1d", "\x1e", "\x1f")  # str.split() splits on them; the patterns' \s does not
 
 
@@ -45,3 +50,72 @@ def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
         fix = sum(text.count(c) for c in _NOT_WHITE_SPACE + bridges)
         return max(0, len(text.split(None, max(stop, 0) + fix)) - fix)
     return len(text.split(None, stop if stop > 0 else 0))
+
+
+class WordBound:
+    """:func:`words_bound` for one encoding's junctions (``()`` for cl100k, :data:`O200K_BRIDGES`),
+    as a tokenizer's ``lower_bound``, with ``scan``, the same bound over many texts at once.
+
+    ``scan(texts, order, start, stop, limit, titles=None, reasons=None, whys=None, ids=None,
+    price=None, room=0, costs=None)``: from rank ``start`` of ``order`` (positions in ``texts``, best
+    first; None: ``texts`` in order), the first rank whose text has ``limit`` characters or fewer,
+    or a bound of ``stop`` or less; ``len(order)`` if none. With ``reasons`` (by title, ``titles``
+    holding each text's), a chunk is skipped only where its title's reason is a string, appended to
+    ``whys``; where it is None and ``price`` is given, where ``price(id, title)`` (``ids`` holding
+    each text's id) is more than ``room`` and ``costs`` has a string for that price. The scan stops
+    at a chunk whose text passes but whose title or price has no reason yet (or whose price is
+    ``room`` or less), for the caller to decide, and returns ``~rank`` (negative) for it. It runs in
+    C where ``edgewise._scan`` is built (:data:`SCANNER` says), called with no Python frame between.
+
+    >>> bound = WordBound()
+    >>> bound("four words right here", 2), bound.scan(["a b c d", "a b", "a b c"], [2, 0, 1], 0, 2, 0)
+    (3, 2)
+    """
+
+    __slots__ = ("bridges", "scan")
+
+    def __init__(self, bridges: tuple[str, ...] = ()) -> None:
+        if bridges not in ((), O200K_BRIDGES):  # the scan in C knows these two only
+            raise ValueError(f"a word bound's bridges must be () or {O200K_BRIDGES!r}, not {bridges!r}")
+        self.bridges = bridges
+        self.scan: Callable[..., int] = partial(scan_words, bridges != ())
+
+    def __call__(self, text: str, stop: int) -> int:
+        return words_bound(text, stop, self.bridges)
+
+
+def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, start: int, stop: int, limit: int,
+                  titles: list[Any] | None = None, reasons: dict[Any, Any] | None = None,
+                  whys: list[str] | None = None, ids: list[str] | None = None,
+                  price: Callable[[str, Any], int] | None = None, room: int = 0,
+                  costs: dict[int, str] | None = None) -> int:
+    """``WordBound.scan`` in Python: what ``edgewise._scan.scan_words`` does in C (a test holds the
+    two to the same answers), for an install where it could not be compiled."""
+    bridges = O200K_BRIDGES if bridged else ()
+    n = len(texts) if order is None else len(order)
+    for rank in range(max(start, 0), n):
+        at = rank if order is None else order[rank]
+        text = texts[at]
+        if len(text) <= limit or words_bound(text, stop, bridges) <= stop:
+            return rank
+        if reasons is not None:
+            why = reasons.get(titles[at], "")  # type: ignore[index] - given with reasons ("": missing)
+            if why is None and price is not None:
+                cost = price(ids[at], titles[at])  # type: ignore[index] - given with price
+                why = costs.get(cost) if cost > room else None  # type: ignore[union-attr] - given with price
+            if not isinstance(why, str) or why == "":
+                return ~rank
+            whys.append(why)  # type: ignore[union-attr] - given with reasons
+    return n
+
+
+def _compiled() -> tuple[Any, str]:
+    try:
+        from ._scan import scan_words as compiled
+    except ImportError as exc:  # built with optional=True: a machine without a C compiler has none
+        return scan_words_py, f"Python (edgewise._scan is not built: {exc})"
+    return compiled, "C"
+
+
+scan_words, SCANNER = _compiled()
+"""The scan ``WordBound.scan`` runs, and what it is: ``C``, or ``Python (why)``."""

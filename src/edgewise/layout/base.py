@@ -230,9 +230,14 @@ def doc_tags_bound(chunk: Chunk, tok: Any) -> int:
     A chunk whose tags alone leave no room for a useful cut is dropped without rendering it. The
     bound depends on the title only (``hooks.tags_bound`` keeps it per title).
     """
+    return doc_title_tags_bound(chunk.title, tok)
+
+
+def doc_title_tags_bound(title: str | None, tok: Any) -> int:
+    """:func:`doc_tags_bound` from the chunk's title alone (no chunk built to ask)."""
     if not getattr(tok, "split_proven", False):
         return 0
-    return 3 + _title_and_tail(chunk.title, tok)
+    return 3 + _title_and_tail(title, tok)
 
 
 def doc_tags_pricer(tok: Any) -> Callable[[str, str | None], int]:
@@ -255,7 +260,8 @@ def doc_tags_pricer(tok: Any) -> Callable[[str, str | None], int]:
 
 
 def _title_and_tail(title: str | None, tok: Any) -> int:
-    return tok.count(TRUNCATED_TAIL) + (tok.count(f" title={attr(title)}") if title else 0)
+    count = getattr(tok, "count_part", None) or tok.count
+    return count(TRUNCATED_TAIL) + (count(f" title={attr(title)}") if title else 0)
 
 
 def section(header: str, body: str) -> str:

@@ -19,6 +19,9 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
   rendered to find that out. It may read the chunk's title only: it is asked once per title, with
   a chunk that has no id or text. Default: none (the block is rendered and counted).
+- ``title_tags_bound(title, tok) -> int``: the same bound from the title alone; asked instead of
+  ``tags_bound`` when defined (a pack that skips thousands of chunks asks it once per title, and
+  builds no chunk to ask).
 - ``tags_pricer(tok) -> Callable[[str, str | None], int]``: for one pack, a function that gives
   exactly what the block of a chunk with that id and title, truncated to no text, costs (as ``block``
   would render it, with its line break), for an exact tokenizer. Asked, without building the chunk,
@@ -54,15 +57,17 @@ def renders_by_name(lay: Layout) -> bool:
 def tags_bound(lay: Layout, tok: Any) -> Callable[[str | None], int] | None:
     """The layout's bound on a truncated chunk's tags, by the chunk's title, remembered per title
     for one pack."""
-    fn = getattr(lay, "tags_bound", None)
-    if fn is None or not getattr(tok, "split_proven", False):
+    by_chunk, fn = getattr(lay, "tags_bound", None), getattr(lay, "title_tags_bound", None)
+    if (fn is None and by_chunk is None) or not getattr(tok, "split_proven", False):
         return None
+    if fn is None:
+        fn = lambda title, tok: by_chunk(Chunk("", "", title=title), tok)  # noqa: E731
     by_title: dict[str | None, int] = {}
 
     def bound(title: str | None) -> int:
         found = by_title.get(title)
         if found is None:  # an empty title is no title, as a chunk has it
-            found = by_title[title] = fn(Chunk("", "", title=title or None), tok)
+            found = by_title[title] = fn(title or None, tok)
         return found
 
     return bound

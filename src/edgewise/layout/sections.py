@@ -18,6 +18,7 @@ from .base import (
     doc_block,
     doc_tags_bound,
     doc_tags_pricer,
+    doc_title_tags_bound,
     layout,
     quote,
     section,
@@ -72,6 +73,7 @@ class Sections:
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
     renders_by_name = True  # no file behind it (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
+    title_tags_bound = staticmethod(doc_title_tags_bound)
     tags_pricer = staticmethod(doc_tags_pricer)
 
     def parse(self, prompt: str) -> Any:

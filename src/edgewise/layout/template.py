@@ -45,7 +45,19 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..files import load_cached
-from .base import Item, Rendered, RenderInput, attr, doc_block, doc_tags_bound, doc_tags_pricer, layout, one_line, quote
+from .base import (
+    Item,
+    Rendered,
+    RenderInput,
+    attr,
+    doc_block,
+    doc_tags_bound,
+    doc_tags_pricer,
+    doc_title_tags_bound,
+    layout,
+    one_line,
+    quote,
+)
 from .sections import split_sections
 
 MAX_RANGE_TOTAL = 1_000_000  # numbers all range() calls of one render may cover
@@ -62,6 +74,7 @@ class Template:
 
     keeps_text_words = True  # budgeted blocks are doc blocks, which quote the text (see hooks)
     tags_bound = staticmethod(doc_tags_bound)
+    title_tags_bound = staticmethod(doc_title_tags_bound)
     tags_pricer = staticmethod(doc_tags_pricer)
 
     def __init__(self, path: str) -> None:

@@ -1,0 +1,204 @@
+/* edgewise._scan: the word-bound scan of select.skip_unfit / skip_uncut, in C.
+ *
+ * Optional: setup.py builds it with optional=True, and edgewise.wordbound falls back to the same
+ * scan in Python (scan_words_py) where it is missing. tests/test_scan.py holds the two to the same
+ * answers over the bundled corpus and generated text.
+ *
+ * A text's bound is edgewise.wordbound.words_bound: its whitespace-separated words as str.split()
+ * finds them (Py_UNICODE_ISSPACE), less one for each of U+001C..U+001F (str.split() splits on them,
+ * the encodings' \s does not) and, for o200k, one for each line break followed by "/". The scan
+ * only asks whether that bound passes `stop`, so it counts words until it does.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static unsigned char space_ucs1[256];  /* Py_UNICODE_ISSPACE of every one-byte character */
+
+/* U+001C..U+001F, and (with bridges) "\n/" and "\r/", in a text: what words_bound takes off. */
+static Py_ssize_t
+taken_off(int kind, const void *data, Py_ssize_t len, int bridges)
+{
+    Py_ssize_t fix = 0, i;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const unsigned char *s = (const unsigned char *)data, *end = s + len, *p;
+        for (i = 0; i < len; i++)  /* one pass the compiler vectorises */
+            fix += (unsigned char)(s[i] - 0x1c) < 4;
+        if (bridges)
+            for (p = s + 1; p < end && (p = memchr(p, '/', (size_t)(end - p))) != NULL; p++)
+                if (p[-1] == '\n' || p[-1] == '\r')
+                    fix++;
+        return fix;
+    }
+    for (i = 0; i < len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0x1c && c <= 0x1f)
+            fix++;
+        else if (bridges && c == '/' && i > 0) {
+            Py_UCS4 b = PyUnicode_READ(kind, data, i - 1);
+            if (b == '\n' || b == '\r')
+                fix++;
+        }
+    }
+    return fix;
+}
+
+/* 1 when words_bound(text, stop, bridges) > stop, else 0. */
+static int
+bound_over(PyObject *text, Py_ssize_t stop, int bridges)
+{
+    if (stop < 0)
+        return 1;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text), i;
+    Py_ssize_t need = stop + taken_off(kind, data, len, bridges) + 1;  /* words that pass stop */
+    Py_ssize_t words = 0;
+    int in_word = 0;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        /* a word starts at a non-space after a space (or at the start): counted without a branch,
+           64 characters at a time, then compared */
+        const unsigned char *s = (const unsigned char *)data;
+        if (len == 0)
+            return 0;
+        words = !space_ucs1[s[0]];
+        for (i = 1; i < len;) {
+            Py_ssize_t end = len - i > 64 ? i + 64 : len;
+            for (; i < end; i++)
+                words += space_ucs1[s[i - 1]] & (space_ucs1[s[i]] ^ 1);
+            if (words >= need)
+                return 1;
+        }
+        return words >= need;
+    }
+    for (i = 0; i < len; i++) {
+        if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            in_word = 0;
+        else if (!in_word) {
+            in_word = 1;
+            if (++words >= need)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(scan_words_doc,
+"scan_words(bridged, texts, order, start, stop, limit, titles=None, reasons=None, whys=None,\n"
+"           ids=None, price=None, room=0, costs=None) -> int\n\n"
+"See edgewise.wordbound.WordBound (its scan) and scan_words_py, the same in Python.");
+
+/* the reason of the chunk at `at` (borrowed), or NULL with no error where the caller must decide */
+static PyObject *
+title_reason(Py_ssize_t at, PyObject *titles, PyObject *reasons, PyObject *ids, PyObject *price, Py_ssize_t room,
+             PyObject *costs)
+{
+    PyObject *title = PyList_GET_ITEM(titles, at);
+    PyObject *why = PyDict_GetItemWithError(reasons, title);
+    if (why == NULL || PyUnicode_Check(why) || why != Py_None || price == Py_None)
+        return why != NULL && PyUnicode_Check(why) ? why : NULL;
+    /* a title that leaves room for a cut: the chunk's tags priced exactly, by its id */
+    PyObject *cost = PyObject_CallFunctionObjArgs(price, PyList_GET_ITEM(ids, at), title, NULL);
+    if (cost == NULL)
+        return NULL;
+    Py_ssize_t tokens = PyLong_AsSsize_t(cost);
+    if (tokens == -1 && PyErr_Occurred()) {
+        Py_DECREF(cost);
+        return NULL;
+    }
+    why = tokens <= room ? NULL : PyDict_GetItemWithError(costs, cost);
+    Py_DECREF(cost);
+    return why != NULL && PyUnicode_Check(why) ? why : NULL;
+}
+
+static PyObject *
+scan_words(PyObject *self, PyObject *args)
+{
+    PyObject *texts, *order, *titles = Py_None, *reasons = Py_None, *whys = Py_None;
+    PyObject *ids = Py_None, *price = Py_None, *costs = Py_None;
+    Py_ssize_t start, stop, limit, room = 0, n, rank;
+    int bridged;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "pO!Onnn|OOOOOnO:scan_words", &bridged, &PyList_Type, &texts, &order, &start, &stop,
+                          &limit, &titles, &reasons, &whys, &ids, &price, &room, &costs))
+        return NULL;
+    if (order != Py_None && !PyList_Check(order)) {
+        PyErr_Format(PyExc_TypeError, "scan_words: order must be a list or None, not %.80s", Py_TYPE(order)->tp_name);
+        return NULL;
+    }
+    int keyed = reasons != Py_None;
+    if (keyed && (!PyDict_Check(reasons) || !PyList_Check(titles) || !PyList_Check(whys)
+                  || PyList_GET_SIZE(titles) != PyList_GET_SIZE(texts))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_words: with reasons, titles must be a list as long as texts, reasons a dict, whys a list");
+        return NULL;
+    }
+    if (price != Py_None && (!keyed || !PyCallable_Check(price) || !PyDict_Check(costs) || !PyList_Check(ids)
+                             || PyList_GET_SIZE(ids) != PyList_GET_SIZE(texts))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_words: with price, reasons must be given, price callable, costs a dict, ids a list as long as texts");
+        return NULL;
+    }
+    n = order == Py_None ? PyList_GET_SIZE(texts) : PyList_GET_SIZE(order);
+    for (rank = start < 0 ? 0 : start; rank < n; rank++) {
+        Py_ssize_t at = rank;
+        if (order != Py_None) {
+            at = PyLong_AsSsize_t(PyList_GET_ITEM(order, rank));
+            if (at == -1 && PyErr_Occurred())
+                return NULL;
+            if (at < 0 || at >= PyList_GET_SIZE(texts)) {
+                PyErr_Format(PyExc_IndexError, "scan_words: order[%zd] = %zd is not a position in texts", rank, at);
+                return NULL;
+            }
+        }
+        PyObject *text = PyList_GET_ITEM(texts, at);
+        if (!PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) <= limit || !bound_over(text, stop, bridged))
+            break;
+        if (keyed) {
+            PyObject *why = title_reason(at, titles, reasons, ids, price, room, costs);
+            if (why == NULL) {
+                if (PyErr_Occurred())
+                    return NULL;
+                return PyLong_FromSsize_t(~rank);
+            }
+            if (PyList_Append(whys, why) < 0)
+                return NULL;
+        }
+    }
+    return PyLong_FromSsize_t(rank < n ? rank : n);
+}
+
+PyDoc_STRVAR(bound_over_doc,
+"words_over(text, stop, bridges) -> bool\n\n"
+"Whether edgewise.wordbound.words_bound(text, stop, bridges) passes stop.");
+
+static PyObject *
+words_over(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text;
+    Py_ssize_t stop;
+    int bridges;
+    if (!PyArg_ParseTuple(args, "Unp:words_over", &text, &stop, &bridges))
+        return NULL;
+    return PyBool_FromLong(bound_over(text, stop, bridges));
+}
+
+static PyMethodDef methods[] = {
+    {"scan_words", scan_words, METH_VARARGS, scan_words_doc},
+    {"words_over", words_over, METH_VARARGS, bound_over_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "edgewise._scan",
+    "The word-bound scan of edgewise.select, in C (see edgewise.wordbound).", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__scan(void)
+{
+    for (int c = 0; c < 256; c++)
+        space_ucs1[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,207 @@
+"""The word-bound scan in C (``edgewise._scan``, built by setup.py with ``optional=True``) gives the
+answers of its Python twin (``edgewise.wordbound.scan_words_py``) and of ``words_bound`` itself,
+and a pack scans the same in either: the same prompt and the same debug record, reason for reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import edgewise.wordbound as wordbound
+from edgewise import pack
+from edgewise.tokens import get_tokenizer
+from edgewise.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
+
+from .corpus import DATA, bundled_texts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# every character class the bound reads: ASCII and Unicode white space (one, two and four bytes a
+# character in CPython's str), the four separators str.split() splits on and \s does not, o200k's
+# line break and "/", letters, digits, punctuation, non-Latin scripts, emoji
+PIECES = ["a", "word", "Paris", "42", "—", ",", "/", "\n", "\r", " ", "  ", "\t", "\x0b", "\x0c", "\x1c", "\x1d",
+          "\x1e", "\x1f", "\x85", "\xa0", "\u1680", "\u2003", "\u2028", "\u2029", "\u3000", "é", "Ж", "東京", "👍", "\ufeff"]
+TEXTS = st.one_of(st.lists(st.sampled_from(PIECES), max_size=60).map("".join), st.text(max_size=80))
+
+
+def test_this_install_scans_in_c() -> None:
+    # make test installs with a C compiler: the scan it measures and tests is the compiled one
+    assert wordbound.SCANNER == "C", wordbound.SCANNER
+    assert WordBound().scan.func is wordbound.scan_words
+    assert wordbound.scan_words.__module__ == "edgewise._scan"
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=TEXTS, stop=st.integers(min_value=-2, max_value=40), bridged=st.booleans())
+def test_c_bound_passes_stop_exactly_when_words_bound_does(text: str, stop: int, bridged: bool) -> None:
+    from edgewise._scan import words_over
+
+    assert words_over(text, stop, bridged) is (words_bound(text, stop, O200K_BRIDGES if bridged else ()) > stop)
+
+
+def test_c_splits_words_where_str_split_does_for_every_character() -> None:
+    from edgewise._scan import words_over
+
+    # each code point between two letters: one word or two, as str.split() (and so words_bound) sees
+    # it; the four separators words_bound takes off count as one word
+    points = [*range(0x3100), 0xFEFF, 0xFFFF, 0x1F44D, *(c for c in range(0x3100, 0x110000) if chr(c).isspace())]
+    wrong = [hex(c) for c in points if words_over(f"a{chr(c)}b", 1, False) is not (words_bound(f"a{chr(c)}b", 1) > 1)]
+    assert wrong == []
+
+
+@st.composite
+def scans(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(min_value=0, max_value=25))
+    texts = draw(st.lists(TEXTS, min_size=n, max_size=n))
+    titles = draw(st.lists(st.sampled_from([None, "", "T", "Paris", "Ж"]), min_size=n, max_size=n))
+    order = draw(st.permutations(range(n))) if draw(st.booleans()) else None
+    stop = draw(st.integers(min_value=-1, max_value=12))
+    args: dict[str, Any] = dict(bridged=draw(st.booleans()), texts=texts, order=order,
+                                start=draw(st.integers(min_value=-1, max_value=n + 1)), stop=stop,
+                                limit=draw(st.integers(min_value=-1, max_value=2 * stop + 2)))
+    if draw(st.booleans()):
+        reasons = {t: draw(st.sampled_from(["no room", None, 7])) for t in draw(st.sets(st.sampled_from(titles or ["T"])))}
+        args.update(titles=titles, reasons=reasons, whys=["before"])
+        if draw(st.booleans()):
+            args.update(ids=[f"id-{i}" for i in range(n)], price=lambda cid, title: len(cid) + len(title or ""),
+                        room=draw(st.integers(min_value=0, max_value=9)),
+                        costs={k: f"costs {k}" for k in draw(st.sets(st.integers(min_value=0, max_value=12)))})
+    return args
+
+
+@settings(max_examples=500, deadline=None)
+@given(scan=scans())
+def test_c_scan_gives_what_the_python_scan_gives(scan: dict[str, Any]) -> None:
+    from edgewise._scan import scan_words
+
+    mine = {**scan, "whys": list(scan["whys"])} if "whys" in scan else scan
+    assert scan_words(*mine.values()) == scan_words_py(*scan.values())
+    assert mine.get("whys") == scan.get("whys")
+
+
+def test_c_scan_over_the_bundled_corpus() -> None:
+    from edgewise._scan import scan_words
+
+    texts = bundled_texts()
+    for bridged in (False, True):
+        for stop in (0, 3, 10, 26, 45, 120):
+            # from every 97th text on, the first whose bound stops passing: each text is decided once
+            starts = range(0, len(texts), 97)
+            assert [scan_words(bridged, texts, None, s, stop, -1) for s in starts] == \
+                   [scan_words_py(bridged, texts, None, s, stop, -1) for s in starts]
+
+
+def test_scan_refuses_what_it_cannot_read() -> None:
+    from edgewise._scan import scan_words
+
+    with pytest.raises(TypeError, match="order must be a list or None, not tuple"):
+        scan_words(False, ["a b"], (0,), 0, 0, 0)
+    with pytest.raises(IndexError, match=r"order\[0\] = 5 is not a position in texts"):
+        scan_words(False, ["a b"], [5], 0, 0, 0)
+    with pytest.raises(TypeError, match="titles must be a list as long as texts"):
+        scan_words(False, ["a b"], None, 0, 0, 0, [], {}, [])
+    with pytest.raises(TypeError, match="price callable, costs a dict"):
+        scan_words(False, ["a b"], None, 0, 0, 0, ["T"], {}, [], ["i"], "not callable", 0, {})
+    with pytest.raises(ZeroDivisionError):  # the price's own error comes through
+        scan_words(False, ["a b"], None, 0, 0, 0, ["T"], {"T": None}, [], ["i"], lambda i, t: 1 // 0, 0, {})
+    with pytest.raises(ValueError, match=r"bridges must be \(\) or \('\\n/', '\\r/'\), not \('x',\)"):
+        WordBound(("x",))
+
+
+# titles that repeat (each its passage's own where None) and long ids of varied length: the band
+# where a title leaves room for a cut and the chunk's own tags, priced by id, do not
+TITLES = ["Paris", None, "A Longer Title of a Film (2001)", "Paris", None]
+
+
+def _band_inputs() -> tuple[str, list[dict[str, Any]]]:
+    """400 NQ passages of the bundled slice, titled, scores descending, and a question."""
+    chunks: list[dict[str, Any]] = []
+    with gzip.open(DATA / "nq-open-oracle-dev.jsonl.gz", "rt", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            chunks += [{"id": f"nq/dev/{len(chunks) + j}/passage-{(len(chunks) + j) * 7919 % 1000}",
+                        "title": TITLES[(len(chunks) + j) % len(TITLES)] or c["title"], "text": c["text"]}
+                       for j, c in enumerate(row["ctxs"])]
+            if len(chunks) >= 400:
+                break
+    return "Who wrote the song?", [{**c, "score": 1.0 - k / 1000} for k, c in enumerate(chunks[:400])]
+
+
+BUDGETS = range(1525, 1580)
+
+
+def _sweep(tokenizer: str) -> list[Any]:
+    query, chunks = _band_inputs()
+    out = []
+    for budget in BUDGETS:
+        packed = pack(query, chunks, budget=budget, tokenizer=tokenizer, order="edges", layout="sections")
+        out.append((packed.prompt, packed.debug_info.to_dict()))
+    return out
+
+
+def _band(info: dict[str, Any]) -> str:
+    """How a pack's scan ended, by its debug record (as benchmarks/pack_band.py tells)."""
+    skipped = [d["reason"] for d in info["dropped"] if "(it has more words)" in d["reason"]]
+    if len(skipped) < 4:
+        return "exhausted"
+    if sum(bool(re.search(r"plus \d+ for its tags$", r)) for r in skipped) >= 4:
+        return "tags priced"
+    return "tags" if len({r.split("plus at least ")[-1] for r in skipped}) > 1 else "no cut"
+
+
+@pytest.mark.parametrize("tokenizer", ["cl100k_base", "o200k_base"])
+def test_packs_scan_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _sweep(tokenizer)
+    # the sweep reaches every way a scan skips: words alone, a title's bound, a tags' price by id
+    assert {_band(info) for _prompt, info in compiled} == {"exhausted", "no cut", "tags", "tags priced"}
+
+    tok = get_tokenizer(tokenizer)
+    bridges = tok.lower_bound.bridges  # type: ignore[attr-defined]
+    monkeypatch.setattr(tok.lower_bound, "scan", partial(scan_words_py, bridges != ()))
+    assert _sweep(tokenizer) == compiled
+
+
+def test_without_the_compiled_scan_edgewise_scans_in_python() -> None:
+    # a fresh interpreter where edgewise._scan cannot be imported (as where it was not built)
+    code = ("import sys; sys.modules['edgewise._scan'] = None\n"
+            "import edgewise.wordbound as w\n"
+            "from edgewise.tokens import get_tokenizer\n"
+            "print(w.SCANNER); print(get_tokenizer('cl100k_base').lower_bound.scan.func.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0].startswith("Python (edgewise._scan is not built: ")
+    assert out[1] == "scan_words_py"
+
+
+@pytest.mark.slow
+def test_a_machine_without_a_c_compiler_still_builds_edgewise(tmp_path: Path) -> None:
+    # CC=false: the compile fails, setup.py's optional=True lets the wheel build without the scan
+    src = tmp_path / "src"
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name if src.exists() else _mkdir(src) / name)
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.egg-info"))
+    env = {"PATH": "/usr/bin:/bin", "CC": "false", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+                           str(tmp_path / "wheels"), str(src)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheels").glob("edgewise-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "edgewise/wordbound.py" in names
+    assert [n for n in names if n.startswith("edgewise/_scan")] == []
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    return path
