@@ -1,6 +1,7 @@
-"""The word-bound scan in C (``edgewise._scan``, built by setup.py with ``optional=True``) gives the
-answers of its Python twin (``edgewise.wordbound.scan_words_py``) and of ``words_bound`` itself,
-and a pack scans the same in either: the same prompt and the same debug record, reason for reason.
+"""The passes in C (``edgewise._scan``, built by setup.py with ``optional=True``) give the answers
+of their Python twins: the word-bound scan (``edgewise.wordbound.scan_words_py``, and
+``words_bound`` itself) and the read of plain input dicts (``edgewise.ranked.plain_columns_py``);
+a pack scans the same in either: the same prompt and the same debug record, reason for reason.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import edgewise.compiled
+import edgewise.ranked
 import edgewise.wordbound as wordbound
 from edgewise import pack
+from edgewise.ranked import plain_columns_py
 from edgewise.tokens import get_tokenizer
 from edgewise.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
 
@@ -38,10 +42,10 @@ TEXTS = st.one_of(st.lists(st.sampled_from(PIECES), max_size=60).map("".join), s
 
 
 def test_this_install_scans_in_c() -> None:
-    # make test installs with a C compiler: the scan it measures and tests is the compiled one
-    assert wordbound.SCANNER == "C", wordbound.SCANNER
+    # make test installs with a C compiler: the passes it measures and tests are the compiled ones
+    assert edgewise.compiled.STATUS == wordbound.SCANNER == "C", edgewise.compiled.STATUS
     assert WordBound().scan.func is wordbound.scan_words
-    assert wordbound.scan_words.__module__ == "edgewise._scan"
+    assert wordbound.scan_words.__module__ == edgewise.ranked.plain_columns.__module__ == "edgewise._scan"
 
 
 @settings(max_examples=600, deadline=None)
@@ -104,6 +108,47 @@ def test_c_scan_over_the_bundled_corpus() -> None:
                    [scan_words_py(bridged, texts, None, s, stop, -1) for s in starts]
 
 
+VALUES = st.sampled_from([None, "", "x", "Paris", 0.5, -2.0, 1, True, float("nan"), float("inf"), b"x", ["x"], {"a": 1}])
+
+
+class Text(str):
+    pass
+
+
+class Record(dict):  # type: ignore[type-arg]
+    pass
+
+
+@st.composite
+def items(draw: Any) -> Any:
+    out: list[Any] = []
+    for _ in range(draw(st.integers(min_value=0, max_value=8))):
+        d: dict[str, Any] = {}
+        for key in ("text", "id", "score", "title", "tokens", "meta", "other"):
+            if draw(st.integers(min_value=0, max_value=3)) == 0:
+                continue
+            d[key] = draw(VALUES if key != "text" else st.one_of(st.just("some text"), st.just(Text("t")), VALUES))
+        if draw(st.integers(min_value=0, max_value=2)) > 0:  # mostly well-formed
+            d = {"text": f"text {len(out)}", **({"id": f"i{len(out)}"} if draw(st.booleans()) else {}),
+                 **({"score": draw(st.floats(allow_nan=False, allow_infinity=False))} if draw(st.booleans()) else {}),
+                 **({"title": "T"} if draw(st.booleans()) else {})}
+        out.append(Record(d) if draw(st.integers(min_value=0, max_value=9)) == 0 else d)
+    shape = draw(st.sampled_from([list, tuple, list, iter]))
+    return shape(out)
+
+
+@settings(max_examples=600, deadline=None)
+@given(given_items=items())
+def test_c_reads_plain_dicts_as_the_python_pass_does(given_items: Any) -> None:
+    from edgewise._scan import plain_columns
+
+    mine, theirs = plain_columns(given_items), plain_columns_py(given_items)
+    # (nan != nan: compared by repr)
+    assert repr(mine) == repr(theirs)
+    if mine is not None:
+        assert all(type(col) is list for col in mine[:4])
+
+
 def test_scan_refuses_what_it_cannot_read() -> None:
     from edgewise._scan import scan_words
 
@@ -163,7 +208,7 @@ def _band(info: dict[str, Any]) -> str:
 
 
 @pytest.mark.parametrize("tokenizer", ["cl100k_base", "o200k_base"])
-def test_packs_scan_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packs_are_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = _sweep(tokenizer)
     # the sweep reaches every way a scan skips: words alone, a title's bound, a tags' price by id
     assert {_band(info) for _prompt, info in compiled} == {"exhausted", "no cut", "tags", "tags priced"}
@@ -171,6 +216,7 @@ def test_packs_scan_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pyt
     tok = get_tokenizer(tokenizer)
     bridges = tok.lower_bound.bridges  # type: ignore[attr-defined]
     monkeypatch.setattr(tok.lower_bound, "scan", partial(scan_words_py, bridges != ()))
+    monkeypatch.setattr(edgewise.ranked, "plain_columns", plain_columns_py)
     assert _sweep(tokenizer) == compiled
 
 
@@ -179,10 +225,13 @@ def test_without_the_compiled_scan_edgewise_scans_in_python() -> None:
     code = ("import sys; sys.modules['edgewise._scan'] = None\n"
             "import edgewise.wordbound as w\n"
             "from edgewise.tokens import get_tokenizer\n"
-            "print(w.SCANNER); print(get_tokenizer('cl100k_base').lower_bound.scan.func.__name__)\n")
+            "import edgewise.ranked as r\n"
+            "print(w.SCANNER); print(get_tokenizer('cl100k_base').lower_bound.scan.func.__name__)\n"
+            "print(r.plain_columns.__name__, r.rank_plain([{'id': 'a', 'text': 'x y', 'score': 0.5}])[0].ids())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0].startswith("Python (edgewise._scan is not built: ")
     assert out[1] == "scan_words_py"
+    assert out[2] == "plain_columns_py ['a']"
 
 
 @pytest.mark.slow

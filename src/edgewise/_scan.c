@@ -1,8 +1,12 @@
-/* edgewise._scan: the word-bound scan of select.skip_unfit / skip_uncut, in C.
+/* edgewise._scan: the two passes a pack makes over every input chunk, in C.
  *
- * Optional: setup.py builds it with optional=True, and edgewise.wordbound falls back to the same
- * scan in Python (scan_words_py) where it is missing. tests/test_scan.py holds the two to the same
- * answers over the bundled corpus and generated text.
+ * - scan_words: the word-bound scan of select.skip_unfit / skip_uncut (the chunks that cannot fit).
+ * - plain_columns: the fields of plain input dicts, read and checked a column at a time
+ *   (edgewise.ranked.rank_plain).
+ *
+ * Optional: setup.py builds it with optional=True, and edgewise.wordbound and edgewise.ranked fall
+ * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
+ * tests/test_scan.py holds each pair to the same answers.
  *
  * A text's bound is edgewise.wordbound.words_bound: its whitespace-separated words as str.split()
  * finds them (Py_UNICODE_ISSPACE), less one for each of U+001C..U+001F (str.split() splits on them,
@@ -11,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 
 static unsigned char space_ucs1[256];  /* Py_UNICODE_ISSPACE of every one-byte character */
@@ -184,15 +189,92 @@ words_over(PyObject *self, PyObject *args)
     return PyBool_FromLong(bound_over(text, stop, bridges));
 }
 
+PyDoc_STRVAR(plain_columns_doc,
+"plain_columns(items) -> (texts, ids, scores, titles, missing_ids, missing_scores) | None\n\n"
+"See edgewise.ranked.plain_columns_py, the same in Python.");
+
+static PyObject *key_text, *key_id, *key_score, *key_title, *key_tokens, *key_meta;
+
+/* items[i][key] (borrowed; NULL when absent, with no error set) */
+static PyObject *
+field(PyObject *item, PyObject *key)
+{
+    return PyDict_GetItemWithError(item, key);
+}
+
+static PyObject *
+plain_columns(PyObject *self, PyObject *items)
+{
+    (void)self;
+    if (!PyList_CheckExact(items) && !PyTuple_CheckExact(items))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items), missing_ids = 0, missing_scores = 0, i;
+    PyObject **item = PySequence_Fast_ITEMS(items);
+    if (n == 0)
+        Py_RETURN_NONE;
+    PyObject *texts = PyList_New(n), *ids = PyList_New(n), *scores = PyList_New(n), *titles = PyList_New(n);
+    if (texts == NULL || ids == NULL || scores == NULL || titles == NULL)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        PyObject *d = item[i];
+        if (!PyDict_CheckExact(d))
+            goto plain_not;
+        PyObject *text = field(d, key_text), *cid = field(d, key_id), *score = field(d, key_score);
+        PyObject *title = field(d, key_title);
+        if (PyErr_Occurred())
+            goto fail;
+        if (cid == Py_None)
+            cid = NULL;
+        if (score == Py_None)
+            score = NULL;
+        if (title == Py_None)
+            title = NULL;
+        if (text == NULL || !PyUnicode_CheckExact(text) || (cid != NULL && !PyUnicode_CheckExact(cid))
+            || (title != NULL && !PyUnicode_CheckExact(title)))
+            goto plain_not;
+        if (score != NULL && (!PyFloat_CheckExact(score) || !isfinite(PyFloat_AS_DOUBLE(score))))
+            goto plain_not;
+        /* another key than the four read (or one of them set to None): tokens and meta must be absent */
+        if (PyDict_GET_SIZE(d) != 1 + (cid != NULL) + (score != NULL) + (title != NULL)) {
+            PyObject *tokens = field(d, key_tokens), *meta = field(d, key_meta);
+            if (PyErr_Occurred())
+                goto fail;
+            if ((tokens != NULL && tokens != Py_None) || (meta != NULL && meta != Py_None))
+                goto plain_not;
+        }
+        missing_ids += cid == NULL;
+        missing_scores += score == NULL;
+        PyList_SET_ITEM(texts, i, Py_NewRef(text));
+        PyList_SET_ITEM(ids, i, Py_NewRef(cid != NULL ? cid : Py_None));
+        PyList_SET_ITEM(scores, i, Py_NewRef(score != NULL ? score : Py_None));
+        PyList_SET_ITEM(titles, i, Py_NewRef(title != NULL ? title : Py_None));
+    }
+    return Py_BuildValue("(NNNNnn)", texts, ids, scores, titles, missing_ids, missing_scores);
+plain_not:
+    /* not plain: the caller's general path validates it and says what is wrong */
+    Py_DECREF(texts);
+    Py_DECREF(ids);
+    Py_DECREF(scores);
+    Py_DECREF(titles);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(texts);
+    Py_XDECREF(ids);
+    Py_XDECREF(scores);
+    Py_XDECREF(titles);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan_words", scan_words, METH_VARARGS, scan_words_doc},
     {"words_over", words_over, METH_VARARGS, bound_over_doc},
+    {"plain_columns", plain_columns, METH_O, plain_columns_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "edgewise._scan",
-    "The word-bound scan of edgewise.select, in C (see edgewise.wordbound).", -1, methods,
+    "The passes a pack makes over every input chunk, in C (see edgewise.wordbound and edgewise.ranked).", -1, methods,
 };
 
 PyMODINIT_FUNC
@@ -200,5 +282,11 @@ PyInit__scan(void)
 {
     for (int c = 0; c < 256; c++)
         space_ucs1[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
+    if ((key_text = PyUnicode_InternFromString("text")) == NULL || (key_id = PyUnicode_InternFromString("id")) == NULL
+        || (key_score = PyUnicode_InternFromString("score")) == NULL
+        || (key_title = PyUnicode_InternFromString("title")) == NULL
+        || (key_tokens = PyUnicode_InternFromString("tokens")) == NULL
+        || (key_meta = PyUnicode_InternFromString("meta")) == NULL)
+        return NULL;
     return PyModule_Create(&module);
 }

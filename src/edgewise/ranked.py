@@ -19,10 +19,11 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, overload
 
+from . import compiled
 from .chunk import Chunk, plain_chunk
 
 
@@ -89,11 +90,15 @@ _get = dict.get
 _NONE = type(None)
 
 
-def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
-    """``items`` ranked lazily (best first; ties, or no scores at all, keep input order), each id's
-    input position, and what ranked them (``given`` or ``input order``); None unless ``items`` is a
-    non-empty list or tuple of plain dicts (each one :func:`edgewise.chunk.plain_fields` accepts)
-    with distinct ids and a score on every one or on none.
+Columns = tuple[list[str], list[Any], list[Any], list[Any], int, int]
+
+
+def plain_columns_py(items: Any) -> Columns | None:
+    """The texts, ids, scores and titles of ``items`` (a non-empty list or tuple of dicts), a column
+    each, with how many have no id and no score; None unless every item is a plain dict (as
+    :func:`edgewise.chunk.plain_fields` accepts one: text a str, id and title a str or absent,
+    score a finite float or absent, no tokens or meta). ``edgewise._scan.plain_columns`` does the
+    same in one pass in C where it is built (:mod:`edgewise.compiled`).
 
     Checked a column at a time (every text, then every id...), each check one pass in C.
     """
@@ -110,12 +115,32 @@ def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
     # (a column with no None needs no count of them: a pass that compares every value with None)
     missing_ids = ids.count(None) if _NONE in id_types else 0
     missing_scores = scores.count(None) if _NONE in score_types else 0
-    if missing_scores not in (0, n) or (not missing_scores and not all(map(math.isfinite, scores))):
+    if not all(map(math.isfinite, scores if not missing_scores else [s for s in scores if s is not None])):
         return None
     # a key other than the four read (or one of them set to None) is allowed unless it is tokens or meta
     missing_titles = titles.count(None) if _NONE in title_types else 0
     if sum(map(len, items)) != 4 * n - missing_ids - missing_scores - missing_titles and any(
             _get(d, "tokens") is not None or _get(d, "meta") is not None for d in items):
+        return None
+    return texts, ids, scores, titles, missing_ids, missing_scores
+
+
+plain_columns: Callable[[Any], Columns | None] = (
+    compiled.module.plain_columns if compiled.module is not None else plain_columns_py)
+
+
+def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
+    """``items`` ranked lazily (best first; ties, or no scores at all, keep input order), each id's
+    input position, and what ranked them (``given`` or ``input order``); None unless ``items`` is a
+    non-empty list or tuple of plain dicts (each one :func:`edgewise.chunk.plain_fields` accepts)
+    with distinct ids and a score on every one or on none. Read by :data:`plain_columns`.
+    """
+    columns = plain_columns(items)
+    if columns is None:
+        return None
+    texts, ids, scores, titles, missing_ids, missing_scores = columns
+    n = len(texts)
+    if missing_scores not in (0, n):
         return None
     if missing_ids:
         ids = [f"chunk-{at}" if cid is None else cid for at, cid in enumerate(ids)]

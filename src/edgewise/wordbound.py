@@ -13,6 +13,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from . import compiled
+
 # The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
 # where one of its pre-tokens can hold two whitespace-separated words: o200k's
 # `` ?[^\s\p{L}\p{N}]+[\r\n/]*`` runs on past a line break into a ``/``.
@@ -109,13 +111,6 @@ def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, star
     return n
 
 
-def _compiled() -> tuple[Any, str]:
-    try:
-        from ._scan import scan_words as compiled
-    except ImportError as exc:  # built with optional=True: a machine without a C compiler has none
-        return scan_words_py, f"Python (edgewise._scan is not built: {exc})"
-    return compiled, "C"
-
-
-scan_words, SCANNER = _compiled()
-"""The scan ``WordBound.scan`` runs, and what it is: ``C``, or ``Python (why)``."""
+scan_words: Callable[..., int] = compiled.module.scan_words if compiled.module is not None else scan_words_py
+SCANNER = compiled.STATUS
+"""What runs ``WordBound.scan``: ``C``, or ``Python (why)``."""
