@@ -24,7 +24,7 @@ and title). Printed: one line per budget
 checkout, and the hand-written count-and-cut loop of ``benchmarks/pack.py`` on the same input.
 
     .venv/bin/python benchmarks/pack_band.py [--chunks 20000] [--budgets 4000:4261] [--reps 1]
-        [--against CHECKOUT] [--data FILE|DIR]
+        [--against CHECKOUT] [--data FILE|DIR] [--counter quicktok|rs-bpe] [--passes c|python]
 """
 
 from __future__ import annotations
@@ -61,6 +61,24 @@ def band(info: Any, n: int) -> str:
     return "no cut" if len(set(skipped)) == 1 else "tags"
 
 
+def use_passes(passes: str) -> str:
+    """Make this checkout run its passes over every chunk compiled (``c``: stops the run if
+    ``edgewise._scan`` is not built) or in Python (``python``: the twins an install without a C
+    compiler runs). Returns what runs them."""
+    from functools import partial
+
+    from edgewise import compiled, ranked, wordbound
+
+    tok = edgewise.tokens.get_tokenizer(TOKENIZER)
+    if passes == "c":
+        if compiled.module is None:
+            raise SystemExit(f"asked for the compiled passes, but {compiled.STATUS}")
+        return "C"
+    tok.lower_bound.scan = partial(wordbound.scan_words_py, tok.lower_bound.bridges != ())
+    ranked.plain_columns = ranked.plain_columns_py
+    return "Python"
+
+
 def cold(module: Any, query: str, chunks: list[dict[str, Any]], budget: int) -> tuple[float, Any]:
     bench.clear_count_cache(module.tokens.get_tokenizer(TOKENIZER))
     gc.collect()
@@ -80,8 +98,12 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--counter", choices=["quicktok", "rs-bpe"], default="rs-bpe",
                         help="what this checkout counts on (default rs-bpe: a checkout before the switch has no other)")
+    parser.add_argument("--passes", choices=["c", "python"], default="c",
+                        help="this checkout's passes over every chunk: compiled (edgewise._scan, as installed) or "
+                             "their Python twins, as an install without a C compiler runs them")
     a = parser.parse_args(argv)
     counter = bench.set_counter(a.counter)
+    passes = use_passes(a.passes)
     start, stop = (int(x) for x in a.budgets.split(":"))
     other = load_other(Path(a.against)) if a.against else None
     maker = bench.ChunkMaker(data_path("nq-open-oracle-dev.jsonl.gz", a.data), a.seed)
@@ -91,7 +113,8 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
 
     print(f"this: {_commit(Path(edgewise.__file__))}" + (f"\nother: {_commit(Path(other.__file__))}" if other else ""))
     print(f"{a.chunks:,} chunks, {len({c['title'] for c in chunks}):,} distinct titles, budgets {start}..{stop - 1}, "
-          f"cold pack, CPU ms, median of {a.reps} per budget; this checkout counts on {counter}\n")
+          f"cold pack, CPU ms, median of {a.reps} per budget; this checkout counts on {counter}, "
+          f"its passes over every chunk in {passes}\n")
     print("budget  left  band          this ms" + ("  other ms" if other else ""))
     rows: list[tuple[int, int, str, float, float | None]] = []
     for budget in range(start, stop):

@@ -161,7 +161,7 @@ def test_pack_band_tiny_run(capsys):
     rows = bench.main(["--chunks", "300", "--budgets", "3998:4022", "--against", str(ROOT),
                        "--data", str(ROOT / "tests" / "data"), "--counter", "quicktok"])
     out = capsys.readouterr().out
-    assert "median of 1 per budget; this checkout counts on quicktok\n" in out
+    assert "median of 1 per budget; this checkout counts on quicktok, its passes over every chunk in C\n" in out
     assert [r[0] for r in rows] == list(range(3998, 4022))
     assert all(r[4] is not None and r[3] > 0 for r in rows)
     assert {r[2] for r in rows} <= set(bench.BANDS) and {"exhausted", "no cut", "tags"} <= {r[2] for r in rows}
@@ -171,7 +171,27 @@ def test_pack_band_tiny_run(capsys):
     assert table == {**{b: sum(r[2] == b for r in rows) for b in bench.BANDS}, "all": 24}
 
 
-@pytest.mark.parametrize("raw_name", ["pack-issue9-band.txt", "pack-issue9-band-fifth.txt"])
+def test_pack_band_runs_the_python_passes_when_asked(capsys, monkeypatch):
+    """``--passes python``: the sweep runs this checkout's Python twins of the compiled passes (as an
+    install without a C compiler does), says so, and finds every budget in the band the compiled
+    passes find it in (the same debug records)."""
+    import edgewise.ranked
+    from edgewise.tokens import get_tokenizer
+
+    bench = _load("bench_pack_band", "pack_band.py")
+    args = ["--chunks", "300", "--budgets", "3998:4022", "--data", str(ROOT / "tests" / "data"), "--counter", "quicktok"]
+    compiled = bench.main(args)
+    tok = get_tokenizer("cl100k_base")
+    monkeypatch.setattr(tok.lower_bound, "scan", tok.lower_bound.scan)  # put back after the test
+    monkeypatch.setattr(edgewise.ranked, "plain_columns", edgewise.ranked.plain_columns)
+    in_python = bench.main([*args, "--passes", "python"])
+    assert "its passes over every chunk in Python\n" in capsys.readouterr().out
+    assert tok.lower_bound.scan.func.__name__ == "scan_words_py" and edgewise.ranked.plain_columns.__name__ == "plain_columns_py"
+    assert [r[:3] for r in in_python] == [r[:3] for r in compiled]
+
+
+@pytest.mark.parametrize("raw_name", ["pack-issue9-band.txt", "pack-issue9-band-fifth.txt", "pack-issue9-band-sixth.txt",
+                                      "pack-issue9-band-sixth-quicktok.txt", "pack-issue9-band-sixth-python.txt"])
 def test_the_band_sweep_table_is_the_committed_run(raw_name):
     """BENCHMARKS.md quotes the by-band table of each committed band sweep, and the sweep's lines add up to it."""
     raw = (ROOT / "docs" / "bench" / raw_name).read_text(encoding="utf-8")
@@ -185,7 +205,9 @@ def test_the_band_sweep_table_is_the_committed_run(raw_name):
 
 @pytest.mark.parametrize("raw", ["pack-issue9-third/full.txt", "pack-issue9-fourth-full.txt",
                                  "pack-issue9-fifth-quicktok.txt", "pack-issue9-fifth-quicktok-2.txt",
-                                 "pack-issue9-fifth-quicktok-3.txt", "pack-issue9-fifth-rsbpe.txt"])
+                                 "pack-issue9-fifth-quicktok-3.txt", "pack-issue9-fifth-rsbpe.txt",
+                                 "pack-issue9-sixth-quicktok-1.txt", "pack-issue9-sixth-quicktok-2.txt",
+                                 "pack-issue9-sixth-quicktok-3.txt", "pack-issue9-sixth-rsbpe.txt"])
 def test_the_full_runs_targets_are_quoted_as_printed(raw):
     """BENCHMARKS.md quotes the issue-9 targets table of each committed full run of benchmarks/pack.py verbatim."""
     text = (ROOT / "docs" / "bench" / raw).read_text(encoding="utf-8")

@@ -93,21 +93,27 @@ def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, star
                   costs: dict[int, str] | None = None) -> int:
     """``WordBound.scan`` in Python: what ``edgewise._scan.scan_words`` does in C (a test holds the
     two to the same answers), for an install where it could not be compiled."""
-    bridges = O200K_BRIDGES if bridged else ()
-    n = len(texts) if order is None else len(order)
-    for rank in range(max(start, 0), n):
-        at = rank if order is None else order[rank]
-        text = texts[at]
-        if len(text) <= limit or words_bound(text, stop, bridges) <= stop:
+    bound = partial(words_bound, bridges=O200K_BRIDGES) if bridged else words_bound
+    n, start = len(texts) if order is None else len(order), max(start, 0)
+    # the texts from `start` on, read by iterators in C (no copy: a scan is entered again and again)
+    ranks = range(start, n)
+    column = map(texts.__getitem__, ranks if order is None else map(order.__getitem__, ranks))
+    if reasons is None:
+        for rank, text in enumerate(column, start):
+            if len(text) <= limit or bound(text, stop) <= stop:
+                return rank
+        return n
+    for rank, text in enumerate(column, start):
+        if len(text) <= limit or bound(text, stop) <= stop:
             return rank
-        if reasons is not None:
-            why = reasons.get(titles[at], "")  # type: ignore[index] - given with reasons ("": missing)
-            if why is None and price is not None:
-                cost = price(ids[at], titles[at])  # type: ignore[index] - given with price
-                why = costs.get(cost) if cost > room else None  # type: ignore[union-attr] - given with price
-            if not isinstance(why, str) or why == "":
-                return ~rank
-            whys.append(why)  # type: ignore[union-attr] - given with reasons
+        at = rank if order is None else order[rank]
+        why = reasons.get(titles[at], "")  # type: ignore[index] - given with reasons ("": missing)
+        if why is None and price is not None:
+            cost = price(ids[at], titles[at])  # type: ignore[index] - given with price
+            why = costs.get(cost) if cost > room else None  # type: ignore[union-attr] - given with price
+        if not isinstance(why, str) or why == "":
+            return ~rank
+        whys.append(why)  # type: ignore[union-attr] - given with reasons
     return n
 
 
