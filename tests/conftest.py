@@ -1,6 +1,7 @@
 import gzip
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,10 @@ def pytest_configure(config):
     missing = [name for name in NEEDED if not (DATA / name).is_file()]
     if missing:
         raise pytest.UsageError(f"the test data must be in {DATA}, but it lacks {', '.join(missing)}")
+    # a suite started as a background job (bash's `cmd &`) inherits SIGINT ignored, and so would every
+    # subprocess it starts: the Ctrl-C tests need what a terminal gives a process
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 settings.register_profile("edgewise", deadline=None, print_blob=True)
