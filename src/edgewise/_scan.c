@@ -48,10 +48,14 @@ taken_off(int kind, const void *data, Py_ssize_t len, int bridges)
     return fix;
 }
 
-/* 1 when words_bound(text, stop, bridges) > stop, else 0. */
+/* 1 when words_bound(text, stop, bridges) > stop, else 0; -1 with an error set. */
 static int
 bound_over(PyObject *text, Py_ssize_t stop, int bridges)
 {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)  /* a legacy string made by a C extension: its canonical form */
+        return -1;
+#endif
     if (stop < 0)
         return 1;
     int kind = PyUnicode_KIND(text);
@@ -102,8 +106,13 @@ title_reason(Py_ssize_t at, PyObject *titles, PyObject *reasons, PyObject *ids, 
     PyObject *why = PyDict_GetItemWithError(reasons, title);
     if (why == NULL || PyUnicode_Check(why) || why != Py_None || price == Py_None)
         return why != NULL && PyUnicode_Check(why) ? why : NULL;
-    /* a title that leaves room for a cut: the chunk's tags priced exactly, by its id */
-    PyObject *cost = PyObject_CallFunctionObjArgs(price, PyList_GET_ITEM(ids, at), title, NULL);
+    /* a title that leaves room for a cut: the chunk's tags priced exactly, by its id (held across
+       the call: the price is Python code) */
+    PyObject *cid = Py_NewRef(PyList_GET_ITEM(ids, at));
+    Py_INCREF(title);
+    PyObject *cost = PyObject_CallFunctionObjArgs(price, cid, title, NULL);
+    Py_DECREF(cid);
+    Py_DECREF(title);
     if (cost == NULL)
         return NULL;
     Py_ssize_t tokens = PyLong_AsSsize_t(cost);
@@ -157,7 +166,18 @@ scan_words(PyObject *self, PyObject *args)
             }
         }
         PyObject *text = PyList_GET_ITEM(texts, at);
-        if (!PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) <= limit || !bound_over(text, stop, bridged))
+        if (!PyUnicode_Check(text))
+            break;
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(text) < 0)
+            return NULL;
+#endif
+        if (PyUnicode_GET_LENGTH(text) <= limit)
+            break;
+        int over = bound_over(text, stop, bridged);
+        if (over < 0)
+            return NULL;
+        if (!over)
             break;
         if (keyed) {
             PyObject *why = title_reason(at, titles, reasons, ids, price, room, costs);
@@ -186,7 +206,8 @@ words_over(PyObject *self, PyObject *args)
     int bridges;
     if (!PyArg_ParseTuple(args, "Unp:words_over", &text, &stop, &bridges))
         return NULL;
-    return PyBool_FromLong(bound_over(text, stop, bridges));
+    int over = bound_over(text, stop, bridges);
+    return over < 0 ? NULL : PyBool_FromLong(over);
 }
 
 PyDoc_STRVAR(plain_columns_doc,
