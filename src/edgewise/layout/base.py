@@ -259,6 +259,15 @@ def doc_tags_pricer(tok: Any) -> Callable[[str, str | None], int]:
     return price
 
 
+class DocTags:
+    """The hooks (see :mod:`edgewise.layout.hooks`) of a layout whose chunks are :func:`doc_block`
+    blocks: a bound on a truncated block's tags, by chunk or by title, and their exact price."""
+
+    tags_bound = staticmethod(doc_tags_bound)
+    title_tags_bound = staticmethod(doc_title_tags_bound)
+    tags_pricer = staticmethod(doc_tags_pricer)
+
+
 def _title_and_tail(title: str | None, tok: Any) -> int:
     count = getattr(tok, "count_part", None) or tok.count
     return count(TRUNCATED_TAIL) + (count(f" title={attr(title)}") if title else 0)

@@ -10,12 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from .base import (
+    DocTags,
     Rendered,
     RenderInput,
     doc_block,
-    doc_tags_bound,
-    doc_tags_pricer,
-    doc_title_tags_bound,
     layout,
     quote,
     section,
@@ -31,13 +29,10 @@ SYSTEM = (
 HEADERS = {"system": "System", "profile": "User profile", "documents": "Documents", "question": "Question"}
 
 
-class Layered:
+class Layered(DocTags):
     name = "layered"
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
     renders_by_name = True  # no file behind it (see hooks)
-    tags_bound = staticmethod(doc_tags_bound)
-    title_tags_bound = staticmethod(doc_title_tags_bound)
-    tags_pricer = staticmethod(doc_tags_pricer)
     block = staticmethod(doc_block)
 
     def parse(self, prompt: str) -> Any:

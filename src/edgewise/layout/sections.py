@@ -11,14 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from .base import (
+    DocTags,
     Item,
     Rendered,
     RenderInput,
     attr,
     doc_block,
-    doc_tags_bound,
-    doc_tags_pricer,
-    doc_title_tags_bound,
     layout,
     quote,
     section,
@@ -68,13 +66,10 @@ def reminder_block(item: Item) -> str:
     return f"<reminder id={attr(item.id)}>\n{quote(item.text)}\n</reminder>"
 
 
-class Sections:
+class Sections(DocTags):
     name = "sections"
     keeps_text_words = True  # blocks quote the text: indentation added, no word joined (see hooks)
     renders_by_name = True  # no file behind it (see hooks)
-    tags_bound = staticmethod(doc_tags_bound)
-    title_tags_bound = staticmethod(doc_title_tags_bound)
-    tags_pricer = staticmethod(doc_tags_pricer)
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""

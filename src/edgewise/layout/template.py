@@ -46,14 +46,12 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..files import load_cached
 from .base import (
+    DocTags,
     Item,
     Rendered,
     RenderInput,
     attr,
     doc_block,
-    doc_tags_bound,
-    doc_tags_pricer,
-    doc_title_tags_bound,
     layout,
     one_line,
     quote,
@@ -69,13 +67,10 @@ _PLAIN_KEY = re.compile(r"[\w.-]+")
 _range_used: contextvars.ContextVar[list[int]] = contextvars.ContextVar("edgewise_template_range")
 
 
-class Template:
+class Template(DocTags):
     """A compiled ``template:FILE`` layout; see the module docstring for what the template sees."""
 
     keeps_text_words = True  # budgeted blocks are doc blocks, which quote the text (see hooks)
-    tags_bound = staticmethod(doc_tags_bound)
-    title_tags_bound = staticmethod(doc_title_tags_bound)
-    tags_pricer = staticmethod(doc_tags_pricer)
 
     def __init__(self, path: str) -> None:
         self.name = f"template:{path}"
