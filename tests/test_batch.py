@@ -121,7 +121,7 @@ def job(nq_rows, tmp_path_factory):
 
 def test_local_output_is_the_pack_loop_row_for_row(job, tmp_path):
     path, expected = job
-    summary = run(path, tmp_path / "out", JOB, engine="local")
+    summary = run(path, tmp_path / "out", JOB, engine="local", chunk_records=True)
     assert (summary.engine, summary.rows, summary.errors) == ("local", N + len(BAD), len(BAD))
     assert_same(read_output(summary.files), expected)
 
@@ -139,7 +139,7 @@ def test_bad_rows_are_error_cells_with_nulls_elsewhere(job, tmp_path):
 def test_process_pool_matches_the_loop(nq_rows, tmp_path):
     rows = requests(nq_rows, 60)
     path = write_jsonl(tmp_path / "in.jsonl", rows, BAD[:3])
-    summary = run(path, tmp_path / "out", JOB, engine="local", concurrency=2, rows_per_unit=5)
+    summary = run(path, tmp_path / "out", JOB, engine="local", concurrency=2, rows_per_unit=5, chunk_records=True)
     assert (summary.rows, summary.errors, summary.concurrency) == (63, 3, 2)
     assert_same(read_output(summary.files), expected_rows(rows, BAD[:3]))
 
@@ -159,7 +159,7 @@ def test_parquet_and_directory_input(nq_rows, tmp_path):
     pq.write_table(pa.Table.from_pylist(every[20:]), d / "c.parquet", row_group_size=4)
     (d / "notes.txt").write_text("not input")
     assert [u["rows"] for u in plan(d, rows_per_unit=4)] == [4, 4, 4, 3, 3, 2, 4, 4, 2]
-    summary = run(d, tmp_path / "out", JOB, engine="local")
+    summary = run(d, tmp_path / "out", JOB, engine="local", chunk_records=True)
     assert_same(read_output(summary.files), expected_rows(rows))
 
 
@@ -186,7 +186,8 @@ def test_cli_writes_parquet_and_prints_the_summary(job, tmp_path, capsys):
     path, expected = job
     parser = _Parser(prog="edgewise")
     add_commands(parser.add_subparsers(dest="command", required=True, parser_class=_Parser))
-    argv = ["batch", "--input", str(path), "--output", str(tmp_path / "out"), "--engine", "local", "--budget", "600"]
+    argv = ["batch", "--input", str(path), "--output", str(tmp_path / "out"), "--engine", "local", "--budget", "600",
+            "--chunk-records"]
     build_named(parser, argv)
     args = parser.parse_args(argv)
     args.func(args)
@@ -217,7 +218,7 @@ def ray_instance():
 @pytest.mark.slow
 def test_ray_output_is_the_pack_loop_row_for_row(ray_instance, job, tmp_path):
     path, expected = job
-    summary = run(path, tmp_path / "out", JOB, engine="ray", concurrency=2)
+    summary = run(path, tmp_path / "out", JOB, engine="ray", concurrency=2, chunk_records=True)
     assert (summary.engine, summary.rows, summary.errors) == ("ray", N + 10, 10)
     assert_same(read_output(summary.files), expected)
 
@@ -230,7 +231,7 @@ def test_pack_dataset_on_a_dataset_of_rows(ray_instance, nq_rows, tmp_path):
 
     rows = [{"id": f"r{i}", **{k: r.get(k) for k in ("query", "chunks", "options")}} for i, r in enumerate(requests(nq_rows, 40))]
     ds = ray_instance.data.from_items(rows)
-    out = sorted(pack_dataset(ds, JOB, concurrency=2, batch_size=8).take_all(), key=lambda r: int(r["id"][1:]))
+    out = sorted(pack_dataset(ds, JOB, concurrency=2, batch_size=8, chunk_records=True).take_all(), key=lambda r: int(r["id"][1:]))
     assert_same([{**r, "index": i} for i, r in enumerate(out)], expected_rows(rows))
     rows[3]["id"] = None
     pq.write_table(pa.Table.from_pylist(rows[:6]), tmp_path / "rows.parquet", row_group_size=2)
@@ -275,7 +276,7 @@ def test_a_worker_killed_mid_job_loses_and_repeats_no_row(ray_instance, nq_rows,
     killer = threading.Thread(target=_kill_one_actor, args=(ray_instance, done, killed))
     killer.start()
     try:
-        summary = run(path, tmp_path / "out", JOB, engine="ray", concurrency=2, rows_per_unit=10)
+        summary = run(path, tmp_path / "out", JOB, engine="ray", concurrency=2, rows_per_unit=10, chunk_records=True)
     finally:
         done.set()
         killer.join()
@@ -315,7 +316,7 @@ def test_an_embedding_scorer_sees_the_rows_of_a_unit_in_one_call(nq_rows, tmp_pa
     scorer = shared_dense()
     model_call = scorer._embed_uncached
     monkeypatch.setattr(scorer, "_embed_uncached", lambda texts: calls.append(len(texts)) or model_call(texts))
-    table = pack_unit(Packer(JOB, scorer="dense"), plan(path, rows_per_unit=6)[0])
+    table = pack_unit(Packer(JOB, scorer="dense"), plan(path, rows_per_unit=6)[0], chunk_records=True)
     unique = {r["query"] for r in rows} | {f"{c['title']}\n{c['text']}" for r in rows for c in r["chunks"]}
     assert calls == [len(unique)]
     expected = [(i, r["id"], edgewise.pack(r["query"], r["chunks"], JOB, scorer="dense").to_dict(), None)

@@ -10,13 +10,16 @@ and writes one Parquet file, rows in input order.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
+from .job import RESUME_HINT, Job, write_unit
 from .rows import error_row, pack_row, read_row, to_table
 from .units import LineError, read_unit
 
@@ -37,18 +40,7 @@ class Summary:
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "rows": self.rows, "errors": self.errors, "files": self.files,
                 "seconds": round(self.seconds, 3), "startup_seconds": round(self.startup_seconds, 3),
-                "concurrency": self.concurrency}
-
-
-def prepare_output(output: str | Path) -> Path:
-    """The output directory, created; one that already holds files is refused (nothing is overwritten)."""
-    out = Path(output)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"output {str(output)!r} is a file; give a directory for the Parquet files")
-    if out.is_dir() and any(out.iterdir()):
-        raise InputError(f"output directory {str(output)!r} is not empty; give a new or empty directory")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+                "concurrency": self.concurrency, "resumed_rows": self.extra.get("resumed_rows", 0)}
 
 
 def warm(packer: Any, rows: Sequence[tuple[int, Any, bool]]) -> int:
@@ -67,8 +59,8 @@ def warm(packer: Any, rows: Sequence[tuple[int, Any, bool]]) -> int:
             if "scorer" in options or not isinstance(query, str):
                 continue
             unique, _ = normalize(chunks)
-        except (EdgewiseError, ValueError, TypeError):
-            continue  # packing the row reports it
+        except Exception:  # noqa: BLE001 - packing the row reports it
+            continue
         if packer.options.rescore or options.get("rescore") or any(c.score is None for c in unique):
             texts[query] = None
             texts.update(dict.fromkeys(scored_text(c) for c in unique))
@@ -77,67 +69,126 @@ def warm(packer: Any, rows: Sequence[tuple[int, Any, bool]]) -> int:
     return len(texts)
 
 
-def pack_unit(packer: Any, unit: dict[str, Any]) -> Any:
+def pack_unit(packer: Any, unit: dict[str, Any], *, chunk_records: bool = False) -> Any:
     """Read and pack one unit: an Arrow table of its output rows, in input order."""
     rows = read_unit(unit)
     warm(packer, [r for r in rows if not isinstance(r[1], LineError)])
     return to_table(error_row(index, str(index), obj.message) if isinstance(obj, LineError)
-                    else pack_row(packer, index, obj, from_arrow=from_arrow) for index, obj, from_arrow in rows)
+                    else pack_row(packer, index, obj, from_arrow=from_arrow, chunk_records=chunk_records)
+                    for index, obj, from_arrow in rows)
+
+
+def write_packed_unit(packer: Any, target: str | Path, unit: dict[str, Any], *, chunk_records: bool = False) -> int:
+    """Pack one unit and write its rows to ``target`` (whole or not at all); returns its rows."""
+    table = pack_unit(packer, unit, chunk_records=chunk_records)
+    write_unit(Path(target), table)
+    return table.num_rows
 
 
 _WORKER: Any = None
+_CHUNK_RECORDS = False
 
 
-def _init_worker(options: Any) -> None:
-    global _WORKER
+def _init_worker(options: Any, chunk_records: bool, parent: int) -> None:
+    global _WORKER, _CHUNK_RECORDS
     from ..packer import Packer
+    from .lifeline import die_with_parent
 
-    _WORKER = Packer(options)
-
-
-def _run_unit(unit: dict[str, Any]) -> Any:
-    return pack_unit(_WORKER, unit)
+    die_with_parent(parent)
+    _WORKER, _CHUNK_RECORDS = Packer(options), chunk_records
 
 
-def run_local(units: list[dict[str, Any]], output: str | Path, options: Any = None, *, concurrency: int = 1) -> Summary:
-    """Pack ``units`` on ``concurrency`` processes (1: in this process) into ``output``/part-00000.parquet."""
-    import pyarrow.parquet as pq
+def _run_unit(target: str, unit: dict[str, Any]) -> int:
+    return write_packed_unit(_WORKER, target, unit, chunk_records=_CHUNK_RECORDS)
 
+
+def _noop(_: int) -> int:
+    return os.getpid()
+
+
+def run_local(job: Job, options: Any = None, *, concurrency: int = 1, chunk_records: bool = False) -> Summary:
+    """Pack the units ``job`` has not written yet on ``concurrency`` processes (1: in this process),
+    then join them into its ``part-00000.parquet``. Stopped (Ctrl-C, SIGTERM) or with a worker lost,
+    it stops the workers and says how to resume; what is written stays."""
     from ..packer import Packer
-    from .rows import schema
 
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, but got {concurrency}")
-    out = prepare_output(output)
-    target = out / "part-00000.parquet"
+    todo = job.todo()
+    resumed = sum(u["rows"] for i, u in enumerate(job.units) if i not in set(todo))
     t0 = time.perf_counter()
-    rows = errors = 0
-    pool = None
     startup = 0.0
-    with pq.ParquetWriter(target, schema()) as writer:
-        try:
-            if concurrency == 1:
-                packer = Packer(options)
-                tables = (pack_unit(packer, u) for u in units)
-            else:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
-
-                pool = ProcessPoolExecutor(concurrency, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_init_worker, initargs=(options,))
-                s0 = time.perf_counter()
-                list(pool.map(_noop, range(concurrency)))  # the workers are up and their Packers built
-                startup = time.perf_counter() - s0
-                tables = pool.map(_run_unit, units)
-            for table in tables:  # in unit order: the file is in input order
-                writer.write_table(table)
-                rows += table.num_rows
-                errors += table.num_rows - table.column("error").null_count
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
-    return Summary("local", rows, errors, [str(target)], time.perf_counter() - t0, startup, concurrency)
+    with stopping(job):
+        if concurrency == 1:
+            packer = Packer(options) if todo else None
+            for i in todo:
+                write_packed_unit(packer, job.unit_path(i), job.units[i], chunk_records=chunk_records)
+        elif todo:
+            startup = _on_pool(job, todo, options, concurrency, chunk_records)
+    rows, errors = job.finish()
+    summary = Summary("local", rows, errors, job.files, time.perf_counter() - t0, startup, concurrency)
+    summary.extra["resumed_rows"] = resumed
+    return summary
 
 
-def _noop(_: int) -> None:
-    return None
+def _on_pool(job: Job, todo: list[int], options: Any, concurrency: int, chunk_records: bool) -> float:
+    """Run the units ``todo`` of ``job`` on a pool of spawned workers; returns their start-up seconds."""
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(concurrency, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(options, chunk_records, os.getpid()))
+    try:
+        s0 = time.perf_counter()
+        list(pool.map(_noop, range(concurrency)))  # the workers are up and their Packers built
+        startup = time.perf_counter() - s0
+        futures = [pool.submit(_run_unit, str(job.unit_path(i)), job.units[i]) for i in todo]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for f in done:
+            f.result()
+        return startup
+    except BrokenProcessPool:
+        raise BatchStopped(f"a batch worker died (killed, or out of memory): {job.written()} of {len(job.units)} "
+                           f"units are written in {str(job.out)!r}; {RESUME_HINT}") from None
+    finally:
+        _stop(pool)
+
+
+def _stop(pool: Any) -> None:
+    """Shut the pool down now: queued units cancelled, running workers killed (what they were writing
+    is a temporary file, removed on resume)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+class BatchStopped(EdgewiseError):
+    """A batch job stopped before its end (a worker lost): what is written stays, ``--resume`` finishes it."""
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a batch job; the message says how far it got and how to resume."""
+
+
+@contextmanager
+def stopping(job: Job) -> Iterator[None]:
+    """SIGTERM stops the job like Ctrl-C; either raises :class:`Stopped` saying how to resume."""
+    import signal
+    import threading
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        what = "SIGTERM" if str(exc) == "SIGTERM" else "Ctrl-C"
+        raise Stopped(f"stopped ({what}): {job.written()} of {len(job.units)} units are written in "
+                      f"{str(job.out)!r}; {RESUME_HINT}") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)

@@ -13,12 +13,12 @@ Needs the ``ray`` extra; ``import edgewise`` never imports ray.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, missing_extra
 from ..raysupport import connect
-from .local import Summary, pack_unit, prepare_output
+from .job import Job
+from .local import Summary, stopping, write_packed_unit
 from .rows import pack_row, to_table
 
 #: actor restarts and task retries per unit: enough for a lost node or an OOM kill, not a crash loop
@@ -35,32 +35,41 @@ def need_ray() -> Any:
 
 
 class PackUnits:
-    """A Ray Data callable class: builds a Packer once, then packs the units of each batch."""
+    """A Ray Data callable class: builds a Packer once, then packs each unit of a batch into its own
+    file of the job's folder (``target``); returns the rows written per unit."""
 
-    def __init__(self, options: Any = None, **overrides: Any) -> None:
+    def __init__(self, options: Any = None, chunk_records: bool = False, **overrides: Any) -> None:
         from ..packer import Packer
 
         self.packer = Packer(options, **overrides)
+        self.chunk_records = chunk_records
 
     def __call__(self, batch: Any) -> Any:
+        import json
+
         import pyarrow as pa
 
-        return pa.concat_tables([pack_unit(self.packer, u) for u in batch.to_pylist()])
+        rows = [write_packed_unit(self.packer, item["target"], json.loads(item["unit"]), chunk_records=self.chunk_records)
+                for item in batch.to_pylist()]
+        return pa.table({"rows": pa.array(rows, pa.int64())})
 
 
 class PackRows:
     """A Ray Data callable class for rows of ``query``, ``chunks``, ``options?``, ``id``."""
 
-    def __init__(self, options: Any = None, **overrides: Any) -> None:
+    def __init__(self, options: Any = None, chunk_records: bool = False, **overrides: Any) -> None:
         from ..packer import Packer
 
         self.packer = Packer(options, **overrides)
+        self.chunk_records = chunk_records
 
     def __call__(self, batch: Any) -> Any:
-        return to_table(pack_row(self.packer, None, row, from_arrow=True) for row in batch.to_pylist())
+        return to_table(pack_row(self.packer, None, row, from_arrow=True, chunk_records=self.chunk_records)
+                        for row in batch.to_pylist())
 
 
-def _map(ds: Any, cls: type, options: Any, *, concurrency: int, batch_size: int, retries: int) -> Any:
+def _map(ds: Any, cls: type, options: Any, *, concurrency: int, batch_size: int, retries: int,
+         **kwargs: Any) -> Any:
     """``ds.map_batches(cls)`` on a pool of ``concurrency`` actors of one CPU each, each actor restarted
     and each unit retried at most ``retries`` times (Ray Data's own default is without bound)."""
     import warnings
@@ -70,19 +79,20 @@ def _map(ds: Any, cls: type, options: Any, *, concurrency: int, batch_size: int,
 
     with warnings.catch_warnings():  # restarts are set through ray_remote_args, deprecated from Ray 2.60 with no
         warnings.simplefilter("ignore", RayDeprecationWarning)  # named replacement yet (ray is pinned: extra "ray")
-        return ds.map_batches(cls, fn_constructor_kwargs={"options": options}, batch_size=batch_size,
+        return ds.map_batches(cls, fn_constructor_kwargs={"options": options, **kwargs}, batch_size=batch_size,
                               batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=concurrency),
                               num_cpus=1, max_restarts=retries, max_task_retries=retries)
 
 
 def pack_dataset(ds: Any, options: Any = None, *, concurrency: int = 1, batch_size: int = 64,
-                 retries: int = RETRIES, **overrides: Any) -> Any:
+                 retries: int = RETRIES, chunk_records: bool = False, **overrides: Any) -> Any:
     """Pack every row of ``ds`` (a ``ray.data.Dataset``) on ``concurrency`` Packer actors: a
     Dataset of output rows (:func:`edgewise.batch.rows.schema`), one per input row, lazily.
 
     Rows have ``query``, ``chunks``, and optionally ``options`` (an object, or JSON text) and ``id``.
     ``ds`` must have an ``id`` column (a Dataset's rows have no stable position to use instead:
     :func:`edgewise.batch.run` numbers the rows of files); a row whose id is null is an error row.
+    ``chunk_records`` fills the per-chunk ``chunks`` column (null by default, as in ``run``).
     The ``concurrency`` actors hold a CPU each for the whole job: leave CPUs for the tasks that read
     ``ds`` (on a 2-CPU machine, ``read_parquet`` feeding 2 actors waits for ever).
 
@@ -101,7 +111,8 @@ def pack_dataset(ds: Any, options: Any = None, *, concurrency: int = 1, batch_si
     if "id" not in columns:  # rows of a Dataset have no stable position to stand in for it
         raise InputError(f"pack_dataset needs an id column to name each output row, but the Dataset has only: "
                          f"{', '.join(columns) or 'no columns'}; add one, or give the files to edgewise.batch.run")
-    return _map(ds, PackRows, options, concurrency=concurrency, batch_size=batch_size, retries=retries)
+    return _map(ds, PackRows, options, concurrency=concurrency, batch_size=batch_size, retries=retries,
+                chunk_records=chunk_records)
 
 
 def start(address: str | None) -> tuple[bool, float]:
@@ -115,40 +126,38 @@ def start(address: str | None) -> tuple[bool, float]:
     return started, time.perf_counter() - t0
 
 
-def run_ray(units: list[dict[str, Any]], output: str | Path, options: Any = None, *, concurrency: int = 1,
-            address: str | None = None, retries: int = RETRIES, rows_per_file: int = 10_000) -> Summary:
-    """Pack ``units`` on Ray Data with ``concurrency`` Packer actors and write Parquet files into ``output``.
+def run_ray(job: Job, options: Any = None, *, concurrency: int = 1, address: str | None = None,
+            retries: int = RETRIES, chunk_records: bool = False) -> Summary:
+    """Pack the units ``job`` has not written yet on Ray Data with ``concurrency`` Packer actors, each
+    unit into its file of the job's folder, then join them into its ``part-00000.parquet``.
 
     Without ``address`` (and no ``ray.init`` already made) a local Ray instance is started for
     the job and stopped after it; its start-up time is reported apart in the summary.
     """
+    import json
+
     ray = need_ray()
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, but got {concurrency}")
-    out = prepare_output(output)
-    started, startup = start(address)
+    todo = job.todo()
+    resumed = sum(u["rows"] for i, u in enumerate(job.units) if i not in set(todo))
+    started, startup = start(address) if todo else (False, 0.0)
+    t0 = time.perf_counter()
     try:
-        t0 = time.perf_counter()
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
-        ctx.print_on_execution_start = False
-        ds = ray.data.from_items(units, override_num_blocks=max(1, len(units)))
-        packed = _map(ds, PackUnits, options, concurrency=concurrency, batch_size=1, retries=retries)
-        packed.write_parquet(str(out), min_rows_per_file=rows_per_file)
-        seconds = time.perf_counter() - t0
+        with stopping(job):
+            if todo:
+                ctx = ray.data.DataContext.get_current()
+                ctx.enable_progress_bars = False
+                ctx.print_on_execution_start = False
+                items = [{"target": str(job.unit_path(i)), "unit": json.dumps(job.units[i])} for i in todo]
+                ds = ray.data.from_items(items, override_num_blocks=len(items))
+                written = _map(ds, PackUnits, options, concurrency=concurrency, batch_size=1, retries=retries,
+                               chunk_records=chunk_records)
+                sum(r["rows"] for r in written.iter_rows())
     finally:
         if started:
             ray.shutdown()
-    return _summary(out, concurrency, seconds, startup)
-
-
-def _summary(out: Path, concurrency: int, seconds: float, startup: float) -> Summary:
-    import pyarrow.parquet as pq
-
-    files = sorted(str(f) for f in out.glob("*.parquet"))
-    rows = errors = 0
-    for f in files:
-        col = pq.read_table(f, columns=["error"]).column("error")
-        rows += len(col)
-        errors += len(col) - col.null_count
-    return Summary("ray", rows, errors, files, seconds, startup, concurrency)
+    rows, errors = job.finish()
+    summary = Summary("ray", rows, errors, job.files, time.perf_counter() - t0, startup, concurrency)
+    summary.extra["resumed_rows"] = resumed
+    return summary

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..debug import _FIELDS as DEBUG_FIELDS
-from ..errors import EdgewiseError, InputError
+from ..errors import InputError
 
 ROW_KEYS = ("id", "query", "chunks", "options")
 _LIST_FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "placed", "summarized", "truncated",
@@ -143,36 +143,116 @@ def error_row(index: int | None, rid: str | None, message: str) -> dict[str, Any
     return {"index": index, "id": rid, "error": message}
 
 
-def packed_row(index: int | None, rid: str, packed: Any) -> dict[str, Any]:
-    """The output row of a packed request (every column of :func:`schema` but ``error``)."""
+def packed_row(index: int | None, rid: str, packed: Any, *, chunk_records: bool = True) -> dict[str, Any]:
+    """The output row of a packed request (every column of :func:`schema` but ``error``); without
+    ``chunk_records`` the ``chunks`` column (one record per input chunk) is null."""
     d = packed.debug_info
     row: dict[str, Any] = {"index": index, "id": rid, "prompt": packed.prompt, "messages": packed.messages("openai")}
     for name in DEBUG_FIELDS:
-        row[name] = getattr(d, name)
+        row[name] = getattr(d, name) if chunk_records or name != "chunks" else None
     row["sections"] = list(d.sections.items())
     row["error"] = None
     return row
 
 
-def pack_row(packer: Any, index: int | None, obj: Any, *, from_arrow: bool = False) -> dict[str, Any]:
+def pack_row(packer: Any, index: int | None, obj: Any, *, from_arrow: bool = False,
+             chunk_records: bool = True) -> dict[str, Any]:
     """Pack one input row with ``packer`` (its options, then the row's): a packed row or an error row.
 
-    Every failure of one row (bad input, an unknown option, a budget too small...) becomes its
-    ``error`` cell, named by the exception's class; the job goes on with the other rows.
+    Every failure of one row (bad input, an unknown option, a budget too small, a number too large
+    for the arithmetic...) becomes its ``error`` cell, named by the exception's class; the job goes
+    on with the other rows. ``chunk_records=False`` leaves the per-chunk ``chunks`` column null
+    (``dropped`` still lists every chunk left out, with its reason).
     """
     rid = str(index) if index is not None else None
     try:
         rid, query, chunks, options = read_row(obj, index, from_arrow=from_arrow)
-        return packed_row(index, rid, packer.pack(query, chunks, **options))
-    except (EdgewiseError, ValueError, TypeError, RecursionError) as exc:
+        return packed_row(index, rid, packer.pack(query, chunks, **options), chunk_records=chunk_records)
+    except Exception as exc:  # noqa: BLE001 - one row's failure, whatever it is, is that row's error cell
         return error_row(index, rid, f"{type(exc).__name__}: {' '.join(str(exc).splitlines())}")
 
 
+#: the range of Parquet's int64 columns
+INT64 = (-(2**63), 2**63 - 1)
+
+
 def to_table(rows: Iterable[Mapping[str, Any]]) -> Any:
-    """The rows as one Arrow table of :func:`schema` (absent columns null)."""
+    """The rows as one Arrow table of :func:`schema` (absent columns null).
+
+    A row holding a value the schema cannot store (an integer outside int64, a string that is not
+    valid Unicode, a value of the wrong type) becomes an error row naming the column and the value,
+    and the other rows are kept as they are.
+    """
     import pyarrow as pa
 
-    return pa.Table.from_pylist(list(rows), schema=schema())
+    rows = list(rows)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema())
+    except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError):
+        return pa.Table.from_pylist([writable(row) for row in rows], schema=schema())
+
+
+def writable(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` if Arrow can store it in :func:`schema`, else its error row saying which value cannot be."""
+    import pyarrow as pa
+
+    try:
+        pa.Table.from_pylist([row], schema=schema())
+        return dict(row)
+    except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError) as exc:
+        problem = unwritable(row) or f"the row cannot be written to Parquet: {type(exc).__name__}: {exc}"
+    rid = row.get("id")
+    if isinstance(rid, str) and unwritable(rid) is not None:
+        rid = _escaped(rid)
+    return error_row(row.get("index"), rid, _escaped(f"OutputError: {' '.join(problem.splitlines())}"))
+
+
+def unwritable(value: Any, where: str = "") -> str | None:
+    """What in ``value`` Parquet cannot store (its path, the rule and the value), or None.
+
+    >>> unwritable({"budget": 2**63})
+    'budget must be an integer within int64 (< 2**63), but got 9223372036854775808'
+    >>> unwritable({"id": "a" + chr(0xD800)})
+    'id must be valid Unicode, but holds a lone surrogate (U+D800) at character 1'
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        if INT64[0] <= value <= INT64[1]:
+            return None
+        side = "< 2**63" if value > 0 else ">= -2**63"
+        return f"{where or 'value'} must be an integer within int64 ({side}), but got {_short(value)}"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return None
+        except UnicodeEncodeError as exc:
+            return (f"{where or 'value'} must be valid Unicode, but holds a lone surrogate (U+{ord(value[exc.start]):04X}) "
+                    f"at character {exc.start}")
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        path = f"{where}[{key}]" if isinstance(key, int) or where and not isinstance(key, str) else (
+            f"{where}.{key}" if where else str(key))
+        found = unwritable(key, f"{where or 'a'} key") if isinstance(key, str) else None
+        found = found or unwritable(item, path)
+        if found:
+            return found
+    return None
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every lone surrogate written as its escape (``\\ud800``), so it can be stored."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = str(value) if not isinstance(value, int) or value.bit_length() < 4000 else f"an integer of {value.bit_length()} bits"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def packed_dict(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,11 @@ def plan(path: str | Path, rows_per_unit: int | None = None, workers: int = 1) -
     ``rows_per_unit`` defaults to about four units per worker (so the workers finish together), at
     most :data:`MAX_UNIT` rows (so a restarted worker redoes little); a Parquet row group is never split.
     """
+    return plan_job(path, rows_per_unit, workers)[0]
+
+
+def plan_job(path: str | Path, rows_per_unit: int | None = None, workers: int = 1) -> tuple[list[dict[str, Any]], int]:
+    """:func:`plan`'s units, and the rows per unit they were cut with (the default, when None was given)."""
     files = input_files(path)
     if rows_per_unit is None:
         total = sum(count_rows(f) for f in files)
@@ -70,7 +75,7 @@ def plan(path: str | Path, rows_per_unit: int | None = None, workers: int = 1) -
         for unit in cut(f, rows_per_unit):
             units.append({**unit, "path": str(f), "base": base})
             base += unit["rows"]
-    return units
+    return units, rows_per_unit
 
 
 def count_rows(path: Path) -> int:

@@ -29,7 +29,8 @@ def cmd_batch(a: argparse.Namespace) -> None:
     from ..options import from_args
 
     summary = run(a.input, a.output, from_args(a, read_text=text_arg), engine=a.engine, concurrency=a.concurrency,
-                  address=a.ray_address, rows_per_unit=a.rows_per_unit)
+                  address=a.ray_address, rows_per_unit=a.rows_per_unit, resume=a.resume,
+                  chunk_records=a.chunk_records)
     start = f"; Ray start-up {summary.startup_seconds:.1f} s" if summary.engine == "ray" and summary.startup_seconds else ""
     print(f"edgewise: packed {summary.rows} rows ({summary.errors} with an error) into {a.output} in "
           f"{summary.seconds:.1f} s on {summary.engine} with {summary.concurrency} "
@@ -44,7 +45,9 @@ def _batch_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", required=True, metavar="FILE|DIR",
                    help="JSON Lines or Parquet rows of {query, chunks, options?, id?}; a directory: every .jsonl, "
                         ".json, .ndjson and .parquet file under it, in name order")
-    p.add_argument("--output", required=True, metavar="DIR", help="a new or empty directory for the Parquet files")
+    p.add_argument("--output", required=True, metavar="DIR",
+                   help="a new or empty directory (or, with --resume, a stopped job's); the rows land in "
+                        "DIR/part-00000.parquet, and _edgewise_batch.json says \"done\" once it is whole")
     p.add_argument("--engine", default="auto", choices=ENGINES,
                    help="ray (Ray Data; without --ray-address on a local Ray instance started for the job), "
                         "local (a process pool), or auto: ray with --ray-address, local without (default auto)")
@@ -52,6 +55,12 @@ def _batch_args(p: argparse.ArgumentParser) -> None:
                    help="a running Ray cluster (e.g. ray://head:10001, or auto for the one this machine is in)")
     p.add_argument("--concurrency", type=int, default=1, metavar="N",
                    help="workers, each holding one Packer (models loaded once per worker) (default 1)")
+    p.add_argument("--resume", action="store_true",
+                   help="finish the job that stopped in --output (same input and options): the units it wrote are "
+                        "kept, the rest packed, no row twice")
+    p.add_argument("--chunk-records", action="store_true",
+                   help="fill the chunks column: one record per input chunk (where it went and why); off by default, "
+                        "as it costs more than the packing at 200 chunks; dropped lists every chunk left out either way")
     p.add_argument("--rows-per-unit", type=int, default=None, metavar="N",
                    help="rows a worker reads and packs at a time (default: about four units per worker, at most 500)")
     add_arguments(p)

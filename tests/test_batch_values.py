@@ -1,0 +1,144 @@
+"""edgewise batch: a row holding a value Parquet cannot store is an error cell; every other row is
+written, and the folder of a job says plainly whether it is finished."""
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import edgewise
+from edgewise.batch import packed_dict, run, schema
+from edgewise.batch.rows import pack_row, to_table, unwritable
+from edgewise.options import PackOptions
+from edgewise.packer import Packer
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+JOB = PackOptions(budget=300, tokenizer="words")
+GOOD = {"query": "capital of France?", "chunks": [{"id": "paris", "text": "Paris is the capital.", "score": 0.9},
+                                                   {"id": "rome", "text": "Rome is in Italy.", "score": 0.2}]}
+BIG = 2**63
+
+
+def _jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write((row if isinstance(row, str) else json.dumps(row)) + "\n")  # ensure_ascii: \ud800 escapes
+    return path
+
+
+def _good(i):
+    return {**GOOD, "id": f"g{i}"}
+
+
+def _expected_good(i):
+    return edgewise.pack(GOOD["query"], GOOD["chunks"], JOB).to_dict()
+
+
+def test_a_budget_too_large_for_int64_is_an_error_cell_and_the_rest_is_written(tmp_path):
+    rows = [_good(0), {**_good(1), "options": {"budget": BIG}}, _good(2)]
+    summary = run(_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out", JOB, engine="local", rows_per_unit=1,
+                  chunk_records=True)
+    assert (summary.rows, summary.errors) == (3, 1)
+    out = pq.read_table(tmp_path / "out").to_pylist()
+    nulls = {name: None for name in schema().names}
+    assert out[1] == {**nulls, "index": 1, "id": "g1", "error": (
+        "OutputError: budget must be an integer within int64 (< 2**63), but got 9223372036854775808")}
+    assert [(r["index"], r["id"], packed_dict(r)) for r in (out[0], out[2])] == [
+        (0, "g0", _expected_good(0)), (2, "g2", _expected_good(2))]
+    manifest = json.loads((tmp_path / "out" / "_edgewise_batch.json").read_text())
+    assert (manifest["state"], manifest["rows"], manifest["errors"], manifest["files"]) == (
+        "done", 3, 1, ["part-00000.parquet"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["_edgewise_batch.json", "part-00000.parquet"]
+
+
+@pytest.mark.parametrize("row, error", [
+    ({"options": {"budget": -BIG - 1}}, "InputError: budget must be > 0, but got -9223372036854775809"),
+    ({"options": {"budget": 10**400}}, "InputError: {path} row 1: options.budget must be a finite number (within "
+                                       "±1.8e308), but got 100000000000... (401 digits)"),
+    ({"chunks": [{"id": "a", "text": "x", "tokens": BIG}]}, None),  # a chunk's token count: refused or stored
+    ({"chunks": [{"id": "a", "text": "x", "score": 10**400}]}, None),  # too large for a float
+    ({"options": {"top_k": 10**400}}, None),
+    ({"chunks": [{"id": "a", "text": "x", "meta": {"n": 10**400, "deep": [[{"k": [BIG]}]]}}]}, None),
+])
+def test_huge_numbers_anywhere_never_stop_the_job(tmp_path, row, error):
+    rows = [_good(0), {**_good(1), **row}, _good(2)]
+    summary = run(_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out", JOB, engine="local", chunk_records=True)
+    out = pq.read_table(tmp_path / "out").to_pylist()
+    assert [r["index"] for r in out] == [0, 1, 2] and summary.rows == 3
+    assert [(r["id"], packed_dict(r)) for r in (out[0], out[2])] == [("g0", _expected_good(0)), ("g2", _expected_good(2))]
+    if error is not None:
+        assert out[1]["error"] == error.format(path=tmp_path / "in.jsonl")
+    elif out[1]["error"] is None:  # packed: then exactly as pack() packs it
+        assert packed_dict(out[1]) == edgewise.pack(rows[1]["query"], rows[1]["chunks"], JOB,
+                                                    **rows[1].get("options", {})).to_dict()
+    else:
+        assert out[1]["error"].split(":")[0] in {"InputError", "ConfigError", "OutputError", "OverflowError"}
+
+
+def test_lone_surrogates_and_nan_from_parquet_or_json_are_error_cells(tmp_path):
+    import pyarrow as pa
+
+    lines = [json.dumps(_good(0)),
+             '{"id": "bad\\ud800", "query": "q", "chunks": ["a"]}',  # a lone surrogate in the id
+             '{"query": "q\\udfff", "chunks": ["a"]}',
+             '{"query": "q", "chunks": ["a"], "options": {"\\ud800": 1}}',
+             '{"query": "q", "chunks": [{"text": "a", "score": NaN}]}']
+    _jsonl(tmp_path / "in.jsonl", lines)
+    summary = run(tmp_path / "in.jsonl", tmp_path / "out", JOB, engine="local", chunk_records=True)
+    out = pq.read_table(tmp_path / "out").to_pylist()
+    assert summary.rows == 5 and [r["index"] for r in out] == list(range(5))
+    assert out[0]["error"] is None and all(r["error"] for r in out[1:])
+    for r in out[1:]:
+        r["error"].encode("utf-8")  # every cell is valid text
+    table = pa.table({"id": ["n1", "n2"], "query": ["q", "q"],
+                      "chunks": [[{"text": "a", "score": float("nan")}], [{"text": "a", "score": 1.0}]]})
+    pq.write_table(table, tmp_path / "nan.parquet")
+    summary = run(tmp_path / "nan.parquet", tmp_path / "out2", JOB, engine="local")
+    out = pq.read_table(tmp_path / "out2").to_pylist()
+    assert [(r["id"], r["error"] is None) for r in out] == [("n1", False), ("n2", True)]
+
+
+def test_an_id_with_a_lone_surrogate_from_the_library_is_kept_escaped():
+    row = pack_row(Packer(JOB), 4, {"id": "a\ud800", "query": "q", "chunks": ["x"]})
+    table = to_table([row])
+    assert table.to_pylist()[0] | {} == {**{n: None for n in schema().names}, "index": 4, "id": "a\\ud800",
+                                         "error": "OutputError: id must be valid Unicode, but holds a lone surrogate "
+                                                  "(U+D800) at character 1"}
+    assert unwritable({"sections": [("A", ["x", 2**64])]}) == (
+        "sections[0][1][1] must be an integer within int64 (< 2**63), but got 18446744073709551616")
+
+
+# Values a JSON row may hold anywhere: huge integers, floats, odd text, nesting
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=2**62, max_value=2**70),
+                     st.integers(max_value=-(2**63) + 2, min_value=-(2**70)), st.floats(allow_nan=False),
+                     st.text(max_size=8))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+                       max_leaves=8)
+_option_keys = st.sampled_from(["budget", "top_k", "order", "layout", "reserve", "meta", "x"])
+_chunk = st.fixed_dictionaries({"text": st.text(min_size=1, max_size=20)},
+                               optional={"id": _values, "score": _values, "tokens": _values, "meta": _values,
+                                         "title": _values})
+_row = st.fixed_dictionaries({"query": st.one_of(st.text(max_size=10), _values), "chunks": st.lists(_chunk, max_size=3)},
+                             optional={"id": _values, "options": st.dictionaries(_option_keys, _values, max_size=2)})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bad=st.lists(_row, min_size=1, max_size=4))
+def test_any_row_is_packed_or_an_error_cell_and_never_stops_the_job(tmp_path_factory, bad):
+    """Hostile rows between good ones: the job ends, every row is there once, in order; the good
+    rows are pack()'s; a hostile row is pack()'s result when it packs and is storable, else an error."""
+    d = tmp_path_factory.mktemp("prop")
+    rows = [x for pair in zip([_good(i) for i in range(len(bad))], bad) for x in pair] + [_good(len(bad))]
+    summary = run(_jsonl(d / "in.jsonl", rows), d / "out", JOB, engine="local", rows_per_unit=2, chunk_records=True)
+    out = pq.read_table(d / "out").to_pylist()
+    assert summary.rows == len(rows) and [r["index"] for r in out] == list(range(len(rows)))
+    for i, (row, got) in enumerate(zip(rows, out)):
+        if i % 2 == 0:
+            assert (got["id"], got["error"], packed_dict(got)) == (row["id"], None, _expected_good(i))
+        elif got["error"] is None:
+            assert packed_dict(got) == edgewise.pack(row["query"], row["chunks"], JOB, **row.get("options", {})).to_dict()
+        else:
+            assert got["error"].split(":")[0].isidentifier()
