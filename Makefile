@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 # every extra: `make test` runs the whole suite, so nothing in it is skipped for a missing package
-EXTRAS := dev,hf,models,eval,integrations,bench,serve,index,ray,fast
+EXTRAS := dev,hf,models,eval,integrations,bench,serve,index,ray,fast,docs
 # the fast tier's: every extra but eval (llama-cpp-python's 7-minute build); pytest collects the
 # doctests of every module in src/, the model scorers' and the adapters' too
 CHECK_EXTRAS := dev,hf,models,integrations,serve,index,ray,fast
