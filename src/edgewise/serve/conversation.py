@@ -47,6 +47,7 @@ SYSTEM_ROLES = ("system", "developer")
 DEFAULT_REPLY_TOKENS = 512
 PROXY_KEYS = ("documents", "context_window", "history_share", "reply_tokens", "chat_format", "debug")
 PACK_KEYS = tuple(name for name in PackOptions.names() if name != "model")  # the request's model is the model
+TEXT_PARTS = ("text", "input_text", "output_text")  # chat completions' text parts; the Responses API's
 
 
 @dataclass(frozen=True)
@@ -192,14 +193,15 @@ def _marked_options(message: Mapping[str, Any]) -> Any:
 
 
 def text_of(content: Any) -> tuple[str, int]:
-    """The text of a message's content (a string, or its text parts joined by newlines) and how many
-    other parts (images, audio, files) it has: those are not counted."""
+    """The text of a message's content (a string, or its text parts joined by newlines: ``text``, and the
+    Responses API's ``input_text`` and ``output_text``) and how many other parts (images, audio, files)
+    it has: those are not counted."""
     if content is None:
         return "", 0
     if isinstance(content, str):
         return content, 0
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+        texts = [p["text"] for p in content if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS
                  and isinstance(p.get("text"), str)]
         return "\n".join(texts), len(content) - len(texts)
     raise InputError(f"message content must be a string or a list of parts, but got {type(content).__name__}")
@@ -222,34 +224,107 @@ def message_tokens(message: Mapping[str, Any], count: Callable[[str], int], fmt:
 
 # -- the plan ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Shape:
+    """Where one API's request holds its conversation: the turns (``messages`` of a chat completion,
+    ``input`` items of a response), the fields that size the reply, the tokens of the fields always
+    sent beside the turns (tools, instructions), and how the forwarded body is rebuilt."""
+
+    name: str
+    field: str  # where the turns are, as errors name them: messages, input
+    item: str  # one turn, as errors name it: message, input item
+    reply_keys: tuple[str, ...]
+    turns: Callable[[Mapping[str, Any]], list[Mapping[str, Any]]]
+    fixed: Callable[[Mapping[str, Any], Callable[[str], int], ChatFormat], int]
+    rebuild: Callable[[Mapping[str, Any], list[dict[str, Any]]], dict[str, Any]]
+
+
+def _chat_turns(rest: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    messages = rest.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
+        raise InputError("messages must be a list of message objects")
+    return messages
+
+
+CHAT = Shape("chat", "messages", "message", ("max_completion_tokens", "max_tokens"), _chat_turns,
+             lambda rest, count, fmt: _tools_tokens(rest, count), lambda rest, out: {**rest, "messages": out})
+
+
 def prepare(body: Mapping[str, Any], *, history_share: float = 0.5, packer: Any = None,
             get_model: Callable[[str], Any] | None = None, check: Callable[[list, dict], None] | None = None,
-            resolve: Callable[[dict], dict] | None = None) -> Plan | None:
+            resolve: Callable[[dict], dict] | None = None, shape: Shape = CHAT) -> Plan | None:
     """Pack the request's documents into its conversation; ``None`` when it carries none.
 
     ``check(documents, options)`` runs before any work (the server's limits on chunks and text);
-    ``resolve(pack_options)`` maps the client's pack options (the server's file-path rules)."""
+    ``resolve(pack_options)`` maps the client's pack options (the server's file-path rules);
+    ``shape`` says where the conversation is (:data:`CHAT`, or the Responses API's)."""
     opts, rest, convention = extract(body)
     if opts is None:
         return None
     assert convention is not None
     if check is not None:
         check(opts["documents"], opts)
-    messages = rest.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
-        raise InputError("messages must be a list of message objects")
+    messages = shape.turns(rest)
     last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     if last is None:
-        raise InputError("messages must hold a user message: its text is the query the documents are packed for")
+        raise InputError(f"{shape.field} must hold a user message: its text is the query the documents are packed for")
     query, _ = text_of(messages[last].get("content"))
     if not query.strip():
-        raise InputError(f"the last user message (message {last}) must have text: it is the query, but it has none")
+        raise InputError(f"the last user message ({shape.item} {last}) must have text: it is the query, but it has none")
+    s = _settings(rest, opts, history_share, packer, get_model, resolve, shape)
+    count = s.count
+    fmt = s.chat_format
 
+    # always kept: system/developer messages, the last user message's frame, everything after it
+    frame = {k: v for k, v in messages[last].items() if k != "content"}
+    fixed = fmt.reply + message_tokens(frame, count, fmt) + shape.fixed(rest, count, fmt)
+    fixed += sum(message_tokens(m, count, fmt) for i, m in enumerate(messages) if i > last or m.get("role") in SYSTEM_ROLES)
+    available = s.window - s.reply - fixed
+    if available < 1:
+        raise BudgetError(f"the context window must hold the reply and the messages always kept: {s.window} - {s.reply} "
+                          f"({s.reply_from}) leaves {s.window - s.reply} tokens, but the system messages, the last user "
+                          f"message's frame and what follows it need {fixed}; raise context_window or lower the reply")
+    history_budget = int(s.share * available)
+    kept_turns, dropped, history_tokens = _trim_history(messages, last, count, fmt, history_budget)
+    documents_budget = available - history_tokens
+    if s.pack_opts.get("budget") is not None:
+        documents_budget = min(documents_budget, s.pack_opts["budget"])
+    packed = s.packer.pack(query, opts["documents"], PackOptions.from_dict({**s.pack_opts, "budget": documents_budget}))
+
+    keep = set(kept_turns) | {i for i, m in enumerate(messages) if i >= last or m.get("role") in SYSTEM_ROLES}
+    out = [dict(messages[i]) for i in sorted(keep)]
+    spliced = sorted(keep).index(last)
+    out[spliced]["content"] = splice(messages[last].get("content"), packed.prompt)
+    prompt_tokens = fixed + history_tokens + packed.debug_info.prompt_tokens
+    uncounted = sum(text_of(m.get("content"))[1] for m in out)
+    debug = check_bool("debug", opts.get("debug", False))
+    return Plan(shape.rebuild(rest, out), packed, convention, s.model, s.tokenizer, fmt, s.window, s.reply, s.reply_from,
+                fixed, history_budget, history_tokens, documents_budget, prompt_tokens, sorted(keep), dropped, uncounted,
+                debug)
+
+
+@dataclass
+class _Settings:
+    model: str | None
+    window: int
+    tokenizer: str  # as the client named it (or the model's)
+    share: float
+    chat_format: ChatFormat
+    reply: int
+    reply_from: str
+    pack_opts: dict[str, Any]
+    packer: Any
+    count: Callable[[str], int]
+
+
+def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: float, packer: Any,
+              get_model: Callable[[str], Any] | None, resolve: Callable[[dict], dict] | None, shape: Shape) -> _Settings:
+    """The request's window, tokenizer, share, chat format, reply and pack options, each checked."""
     model = rest.get("model") if isinstance(rest.get("model"), str) else None
     window, tokenizer = _window(opts, model, get_model)
     share = check_number("history_share", opts.get("history_share", history_share), low=0, high=1)
     fmt = chat_format(opts.get("chat_format", "openai"))
-    reply, reply_from = _reply(rest, opts)
+    reply, reply_from = _reply(rest, opts, shape.reply_keys)
     pack_opts = {k: v for k, v in opts.items() if k in PACK_KEYS}
     PackOptions.from_dict(pack_opts)  # the options' own messages first, before any path is resolved
     if resolve is not None:
@@ -261,35 +336,8 @@ def prepare(body: Mapping[str, Any], *, history_share: float = 0.5, packer: Any 
 
         packer = default_packer()
     tok = packer.tokenizer(PackOptions.from_dict(pack_opts))
-    count = tok.count
-
-    # always kept: system/developer messages, the last user message's frame, everything after it
-    frame = {k: v for k, v in messages[last].items() if k != "content"}
-    fixed = fmt.reply + message_tokens(frame, count, fmt) + _tools_tokens(rest, count)
-    fixed += sum(message_tokens(m, count, fmt) for i, m in enumerate(messages) if i > last or m.get("role") in SYSTEM_ROLES)
-    available = window - reply - fixed
-    if available < 1:
-        raise BudgetError(f"the context window must hold the reply and the messages always kept: {window} - {reply} "
-                          f"({reply_from}) leaves {window - reply} tokens, but the system messages, the last user "
-                          f"message's frame and what follows it need {fixed}; raise context_window or lower the reply")
-    history_budget = int(share * available)
-    kept_turns, dropped, history_tokens = _trim_history(messages, last, count, fmt, history_budget)
-    documents_budget = available - history_tokens
-    if pack_opts.get("budget") is not None:
-        documents_budget = min(documents_budget, pack_opts["budget"])
-    pack_opts["budget"] = documents_budget
-    packed = packer.pack(query, opts["documents"], PackOptions.from_dict(pack_opts))
-
-    keep = set(kept_turns) | {i for i, m in enumerate(messages) if i >= last or m.get("role") in SYSTEM_ROLES}
-    out = [dict(messages[i]) for i in sorted(keep)]
-    spliced = sorted(keep).index(last)
-    out[spliced]["content"] = splice(messages[last].get("content"), packed.prompt)
-    forwarded = {**rest, "messages": out}
-    prompt_tokens = fixed + history_tokens + packed.debug_info.prompt_tokens
-    uncounted = sum(text_of(m.get("content"))[1] for m in out)
-    debug = check_bool("debug", opts.get("debug", False))
-    return Plan(forwarded, packed, convention, model, opts.get("tokenizer") or tokenizer, fmt, window, reply, reply_from, fixed, history_budget,
-                history_tokens, documents_budget, prompt_tokens, sorted(keep), dropped, uncounted, debug)
+    return _Settings(model, window, opts.get("tokenizer") or tokenizer, share, fmt, reply, reply_from, pack_opts,
+                     packer, tok.count)
 
 
 def splice(content: Any, prompt: str) -> Any:
@@ -300,8 +348,8 @@ def splice(content: Any, prompt: str) -> Any:
         return prompt
     out: list[Any] = []
     for part in content:
-        if isinstance(part, Mapping) and part.get("type") == "text":
-            if not any(isinstance(p, Mapping) and p.get("type") == "text" for p in out):
+        if isinstance(part, Mapping) and part.get("type") in TEXT_PARTS:
+            if not any(isinstance(p, Mapping) and p.get("type") in TEXT_PARTS for p in out):
                 out.append({**part, "text": prompt})
         else:
             out.append(part)
@@ -337,9 +385,9 @@ def _lookup(model: str, get_model: Callable[[str], Any] | None, *, quiet: bool) 
                           "(and tokenizer)") from None
 
 
-def _reply(body: Mapping[str, Any], opts: Mapping[str, Any]) -> tuple[int, str]:
-    """Tokens reserved for the reply and where the number came from."""
-    for key in ("max_completion_tokens", "max_tokens"):
+def _reply(body: Mapping[str, Any], opts: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[int, str]:
+    """Tokens reserved for the reply and where the number came from (the first of ``keys`` given)."""
+    for key in keys:
         if body.get(key) is not None:
             return check_int(key, body[key], minimum=1), key  # type: ignore[return-value]
     if "reply_tokens" in opts:

@@ -1,17 +1,26 @@
-"""The OpenAI-compatible proxy: ``POST /v1/chat/completions`` packs documents, then forwards upstream.
+"""The OpenAI-compatible proxy: one base URL for an OpenAI client, documents packed on the way.
 
-A request without documents (no ``edgewise`` field, no message named ``edgewise_documents``) is
-forwarded byte for byte. One with them is packed into its conversation
-(:mod:`edgewise.serve.conversation`, in a worker thread: packing is CPU work), the ``edgewise``
-field removed, and forwarded. The upstream's answer comes back as it sent it: its status, body
-and headers (``Retry-After``, rate-limit headers...), a ``text/event-stream`` relayed chunk by chunk
-as it arrives; the packing summary rides in ``x-edgewise-*`` headers.
+Two routes pack: ``POST /v1/chat/completions`` (:mod:`edgewise.serve.conversation`) and
+``POST /v1/responses`` (:mod:`edgewise.serve.responses`). Their body is read (strict JSON,
+:mod:`edgewise.serve.readbody`: a body that cannot be read is a 400, never forwarded on a guess);
+one without documents is forwarded byte for byte, one with them is packed (in a worker thread:
+packing is CPU work), the ``edgewise`` field removed, and forwarded. Every other ``/v1/*`` path
+(``/v1/models``, ``/v1/embeddings``, ``/v1/completions``, files...) is forwarded unchanged
+(:mod:`edgewise.serve.passthrough`). All of them answer behind the same key, body limit and
+metrics, with the same upstream timeout.
+
+The upstream's answer comes back as it sent it: its status, headers (``Retry-After``, rate-limit
+headers...) and body, relayed in pieces as they arrive (an event stream or a 100 MB file alike: the
+proxy holds one piece at a time). Only a reply it must rewrite is read whole: a JSON reply to a
+packed request with ``debug: true`` gets the debug info added, up to :data:`MAX_REWRITE_BYTES`
+(past that it is relayed unchanged and ``x-edgewise-debug-body`` says why). The packing summary
+rides in ``x-edgewise-*`` headers.
 
 Upstream failures: refused or unreachable → 502; no answer within ``upstream_timeout_s`` → 504;
 both ``{"error": {"type", "message"}}``. A connect error is retried (twice, 0.1 s then 0.3 s apart):
 nothing was sent. Nothing else is retried: once the request went out it may have been served (and
-billed), and once a stream began its bytes are the client's. A client that goes away mid-stream
-closes the upstream stream at once, and one that leaves before the answer cancels the upstream
+billed), and once a reply began its bytes are the client's. A client that goes away mid-reply
+closes the upstream response at once, and one that leaves before the answer cancels the upstream
 call. ``docs/proxy.md`` is the guide.
 """
 
@@ -20,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,13 +40,17 @@ from fastapi.responses import Response
 from ..errors import EdgewiseError
 from .conversation import prepare
 from .errors import error_response
+from .readbody import read_json
+from .responses import prepare_response
 
 log = logging.getLogger("edgewise.serve.proxy")
 
 RETRY_DELAYS = (0.1, 0.3)  # connect errors only
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
-                        "content-encoding", "date", "server"})
+                        "transfer-encoding", "upgrade", "proxy-connection"})
+REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}  # httpx writes its own
+REPLY_DROPPED = HOP_BY_HOP | {"date", "server"}  # uvicorn writes its own; the body's length and encoding are relayed
+MAX_REWRITE_BYTES = 8 * 1024 * 1024  # a debug reply is read whole up to this; past it, relayed unchanged
 UPSTREAM_KEY_ENV = "EDGEWISE_UPSTREAM_API_KEY"
 
 
@@ -71,52 +85,27 @@ class Upstream:
         finally:
             await self.client.aclose()
 
-    # -- the request ------------------------------------------------------------------------------
+    # -- the packed routes ------------------------------------------------------------------------
 
-    async def chat(self, request: Request) -> Response:
+    async def packed(self, request: Request, path: str, plan_of: Callable[..., Any]) -> Response:
+        """Read the body, pack it when it carries documents, forward it, relay the answer."""
         raw = await request.body()
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None  # not ours to judge: forwarded as sent, the upstream answers it
-        plan = None
-        if isinstance(body, dict):
-            plan = await self._plan(request, body)
-        content = raw if plan is None else json.dumps(plan.body, ensure_ascii=False).encode()
-        extra = {} if plan is None else plan.headers()
-        got = await _unless_gone(request, self._call(request, "/chat/completions", content))
+        body = read_json(raw)
+        plan = await self._plan(request, body, plan_of) if isinstance(body, dict) else None
+        content = raw if plan is None else json.dumps(plan.body, ensure_ascii=False, allow_nan=False).encode()
+        headers = self.headers(request, content_type=request.headers.get("content-type", "application/json"))
+        got = await unless_gone(request, self.send(request, path, content, headers))
         if got is None:  # the client left before the upstream answered: the upstream call was cancelled
             return error_response(499, "client_closed_request", "the client closed the connection")
-        upstream, failure, data = got
+        upstream, failure = got
         if failure is not None:
             return failure
-        headers = {**_pass_headers(upstream.headers), **extra}
-        if data is None:
-            return Relay(upstream, upstream.status_code, headers, self.open_streams)
-        if plan is not None and plan.want_debug and upstream.status_code < 400:
-            from .assets import relative
+        extra = {} if plan is None else plan.headers()
+        if plan is not None and plan.want_debug and upstream.status_code < 400 and _rewritable(upstream):
+            return await self._debugged(request, upstream, extra, plan)
+        return self.relay(upstream, extra)
 
-            debug = plan.debug()
-            relative(debug["pack"], self.config.assets)  # asset files named as the client named them
-            data = _with_debug(data, debug)
-        return Response(data, upstream.status_code, headers)
-
-    async def _call(self, request: Request, path: str, content: bytes) -> tuple[Any, Response | None, bytes | None]:
-        """``(upstream response, failure, body)``: the body read whole unless it is an event stream to relay."""
-        upstream, failure = await self._send(request, path, content)
-        if failure is not None:
-            return None, failure, None
-        if upstream.headers.get("content-type", "").startswith("text/event-stream") and upstream.status_code < 400:
-            return upstream, None, None
-        try:
-            return upstream, None, await upstream.aread()
-        except Exception as e:  # noqa: BLE001 - httpx errors while reading the body
-            return None, _upstream_error(e, self.config.upstream_timeout_s, after_headers=True), None
-        finally:
-            with anyio.CancelScope(shield=True):  # even when the client left: the connection is freed
-                await upstream.aclose()
-
-    async def _plan(self, request: Request, body: dict[str, Any]) -> Any:
+    async def _plan(self, request: Request, body: dict[str, Any], plan_of: Callable[..., Any]) -> Any:
         from .assets import resolve_options
         from .errors import ApiError
         from .limits import check_request, count_chars
@@ -125,7 +114,7 @@ class Upstream:
         state, config = request.app.state, self.config
 
         def work() -> Any:
-            return prepare(body, history_share=config.history_share, packer=getattr(state, "packer", None),
+            return plan_of(body, history_share=config.history_share, packer=getattr(state, "packer", None),
                            check=lambda docs, opts: check_request(docs, count_chars(opts), max_chunks=config.max_chunks,
                                                                   max_chars=config.max_chars),
                            resolve=lambda opts: resolve_options(opts, config.assets))
@@ -145,45 +134,94 @@ class Upstream:
                         prompt_tokens=plan.prompt_tokens)
         return plan
 
-    async def _send(self, request: Request, path: str, content: bytes) -> tuple[Any, Response | None]:
+    async def _debugged(self, request: Request, upstream: Any, extra: dict[str, str], plan: Any) -> Response:
+        """The JSON reply with the debug info added, when it is at most MAX_REWRITE_BYTES; else as sent."""
+        omitted = {**extra, "x-edgewise-debug-body": f"omitted: the reply is over {MAX_REWRITE_BYTES} bytes"}
+        length = upstream.headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_REWRITE_BYTES:
+            return self.relay(upstream, omitted)
+        chunks = upstream.aiter_raw()
+        got = await unless_gone(request, _read_upto(chunks, MAX_REWRITE_BYTES, self.config.upstream_timeout_s))
+        data, whole, failure = got if got is not None else (b"", False, None)
+        if got is not None and failure is None and not whole:  # too large to rewrite: relayed as sent, and said so
+            return self.relay(upstream, omitted, prefix=data, chunks=chunks)
+        with anyio.CancelScope(shield=True):
+            await upstream.aclose()
+        if got is None:
+            return error_response(499, "client_closed_request", "the client closed the connection")
+        if failure is not None:
+            return failure
+        from .assets import relative
+
+        debug = plan.debug()
+        relative(debug["pack"], self.config.assets)  # asset files named as the client named them
+        headers = [(k, v) for k, v in reply_headers(upstream, extra) if k not in (b"content-length", b"content-encoding")]
+        response = Response(_with_debug(data, debug), upstream.status_code)
+        response.raw_headers = [*headers, (b"content-length", str(len(response.body)).encode())]
+        return response
+
+    # -- talking to the upstream -------------------------------------------------------------------
+
+    async def send(self, request: Request, path: str, content: Any, headers: list[tuple[str, str]]) -> tuple[Any, Response | None]:
+        """``(upstream response with its body unread, None)`` or ``(None, the error to answer)``."""
         import httpx
 
         url = self.base + path + (f"?{request.url.query}" if request.url.query else "")
-        req = self.client.build_request("POST", url, content=content, headers=self._headers(request))
+        req = self.client.build_request(request.method, url, content=content, headers=headers)
         for attempt in range(len(RETRY_DELAYS) + 1):
             try:
                 return await self.client.send(req, stream=True), None
-            except httpx.ConnectError as e:  # nothing was sent: safe to try again
-                if attempt == len(RETRY_DELAYS):
-                    return None, _upstream_error(e, self.config.upstream_timeout_s)
+            except httpx.ConnectError as e:  # nothing was sent: safe to try again, unless a streamed body began
+                if attempt == len(RETRY_DELAYS) or getattr(content, "started", False):
+                    return None, _upstream_error(e, self.config.upstream_timeout_s, tries=attempt + 1)
                 await anyio.sleep(RETRY_DELAYS[attempt])
             except httpx.HTTPError as e:
                 return None, _upstream_error(e, self.config.upstream_timeout_s)
         raise AssertionError("unreachable")
 
-    def _headers(self, request: Request) -> dict[str, str]:
+    def headers(self, request: Request, *, content_type: str | None = None,
+                keep_length: bool = False) -> list[tuple[str, str]]:
         """The client's headers less hop-by-hop ones; edgewise's own key never goes upstream."""
-        out = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
-        if self.config.api_key:  # the client's Authorization was edgewise's key
-            out.pop("authorization", None)
+        drop = REQUEST_DROPPED | _connection_tokens(request.headers.get("connection"))
+        if keep_length:  # a body streamed through: the upstream reads the length the client declared
+            drop -= {"content-length"}
+        if content_type is not None:
+            drop |= {"content-type"}
+        if self.config.api_key or self.key:  # the client's Authorization was edgewise's key, or is replaced
+            drop |= {"authorization"}
+        out = [(k, v) for k, v in request.headers.items() if k.lower() not in drop]
         if self.key:
-            out["authorization"] = f"Bearer {self.key}"
-        out["accept-encoding"] = "identity"  # bytes relayed as they come, never re-encoded
-        out["content-type"] = request.headers.get("content-type", "application/json")
+            out.append(("authorization", f"Bearer {self.key}"))
+        out.append(("accept-encoding", "identity"))  # bytes relayed as they come, never re-encoded
+        if content_type is not None:
+            out.append(("content-type", content_type))
         return out
 
+    def relay(self, upstream: Any, extra: dict[str, str], *, prefix: bytes = b"",
+              chunks: AsyncIterator[bytes] | None = None) -> Response:
+        streams = upstream.headers.get("content-type", "").startswith("text/event-stream")
+        return Relay(upstream, reply_headers(upstream, extra), self.open_streams if streams else None,
+                     prefix=prefix, chunks=chunks)
 
-async def _unless_gone(request: Request, call: Any) -> Any:
+
+async def unless_gone(request: Request, call: Any, after: Any = None) -> Any:
     """Await ``call`` unless the client disconnects first (then cancel it: its upstream connection
-    closes, and ``None`` is returned). The request body has been read, so the next message the
-    server can send is the disconnect."""
+    closes, and ``None`` is returned). The disconnect is watched for once the request body has been
+    read (``after``: an event set when a body streamed through is done); exceptions of ``call``
+    are raised as they are."""
     result: list[Any] = []
+    error: list[BaseException] = []
     async with anyio.create_task_group() as group:
         async def run() -> None:
-            result.append(await call)
+            try:
+                result.append(await call)
+            except Exception as e:  # noqa: BLE001 - raised below, outside the task group
+                error.append(e)
             group.cancel_scope.cancel()
 
         async def watch() -> None:
+            if after is not None:
+                await after.wait()
             while (await request.receive())["type"] != "http.disconnect":
                 pass
             log.info("client went away before the upstream answered: cancelling the upstream call")
@@ -191,11 +229,42 @@ async def _unless_gone(request: Request, call: Any) -> Any:
 
         group.start_soon(run)
         group.start_soon(watch)
+    if error:
+        raise error[0]
     return result[0] if result else None
 
 
-def _pass_headers(headers: Any) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+async def _read_upto(chunks: AsyncIterator[bytes], limit: int, timeout: float) -> tuple[bytes, bool, Response | None]:
+    """``(bytes read, whether that is the whole body, failure)``; stops once past ``limit`` bytes."""
+    import httpx
+
+    data = bytearray()
+    try:
+        async for chunk in chunks:
+            data += chunk
+            if len(data) > limit:
+                return bytes(data), False, None
+    except httpx.HTTPError as e:
+        return b"", False, _upstream_error(e, timeout, after_headers=True)
+    return bytes(data), True, None
+
+
+def _connection_tokens(value: str | None) -> frozenset[str]:
+    """The headers a ``Connection`` header names: hop-by-hop too (RFC 9110 section 7.6.1)."""
+    return frozenset(t.strip().lower() for t in (value or "").split(",") if t.strip())
+
+
+def reply_headers(upstream: Any, extra: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers as ASGI pairs (repeated ones kept), less hop-by-hop ones, plus ``extra``."""
+    drop = REPLY_DROPPED | _connection_tokens(upstream.headers.get("connection"))
+    out = [(k.lower(), v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in drop]
+    return out + [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+
+
+def _rewritable(upstream: Any) -> bool:
+    """A JSON reply whose bytes are its text (not compressed)."""
+    kind = upstream.headers.get("content-type", "")
+    return "json" in kind and upstream.headers.get("content-encoding", "identity").lower() == "identity"
 
 
 def _with_debug(data: bytes, debug: dict[str, Any]) -> bytes:
@@ -209,7 +278,7 @@ def _with_debug(data: bytes, debug: dict[str, Any]) -> bytes:
     return json.dumps({**obj, "edgewise": debug}, ensure_ascii=False).encode()
 
 
-def _upstream_error(exc: Exception, timeout: float, *, after_headers: bool = False) -> Response:
+def _upstream_error(exc: Exception, timeout: float, *, after_headers: bool = False, tries: int = 1) -> Response:
     import httpx
 
     what = "while reading its answer" if after_headers else ""
@@ -219,47 +288,38 @@ def _upstream_error(exc: Exception, timeout: float, *, after_headers: bool = Fal
                                                        f"seconds ({type(exc).__name__}{', ' + what if what else ''})")
     kind = "could not be reached" if isinstance(exc, httpx.ConnectError) else "failed"
     log.warning("upstream %s: %s", kind, exc)
-    return error_response(502, "upstream_unavailable", f"the upstream {kind} ({type(exc).__name__}: {exc})"
-                                                       f"{'; tried ' + str(len(RETRY_DELAYS) + 1) + ' times' if isinstance(exc, httpx.ConnectError) else ''}")
+    tried = f"; tried {tries} times" if tries > 1 else ""
+    return error_response(502, "upstream_unavailable", f"the upstream {kind} ({type(exc).__name__}: {exc}){tried}")
 
 
 class Relay(Response):
-    """An upstream ``text/event-stream`` relayed chunk by chunk; a client disconnect (or any end)
-    closes the upstream response at once, whatever the ASGI server's disconnect semantics."""
+    """An upstream reply relayed piece by piece as it arrives (``prefix``: bytes already read from
+    ``chunks``). A client disconnect (or any end) closes the upstream response at once, whatever
+    the ASGI server's disconnect semantics; a reply that breaks is cut, never passed off as whole."""
 
-    def __init__(self, upstream: Any, status: int, headers: dict[str, str], gauge: Any = None) -> None:
-        super().__init__(None, status, headers)
-        self.upstream, self.gauge = upstream, gauge
+    def __init__(self, upstream: Any, headers: list[tuple[bytes, bytes]], gauge: Any = None, *,
+                 prefix: bytes = b"", chunks: AsyncIterator[bytes] | None = None) -> None:
+        super().__init__(None, upstream.status_code)
+        self.upstream, self.gauge, self.prefix = upstream, gauge, prefix
+        self.chunks = chunks if chunks is not None else upstream.aiter_raw()
         self.body = b""
-        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        self.raw_headers = headers
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        import httpx
-
         if self.gauge is not None:
             self.gauge.inc()
         try:
             async with anyio.create_task_group() as group:
                 async def relay() -> None:
-                    sent = 0
                     try:
-                        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-                        async for chunk in self.upstream.aiter_raw():
-                            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                            sent += len(chunk)
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    except httpx.HTTPError as e:  # never passed off as a complete stream: the connection is cut
-                        log.warning("the upstream stream broke after %d bytes (%s: %s): cutting the client's "
-                                    "connection", sent, type(e).__name__, e)
-                    except OSError:
-                        log.info("client went away mid-stream: closing the upstream stream")
+                        await self._relay(send)
                     finally:
                         group.cancel_scope.cancel()
 
                 async def watch() -> None:
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    log.info("client went away mid-stream: closing the upstream stream")
+                    log.info("client went away mid-reply: closing the upstream response")
                     group.cancel_scope.cancel()
 
                 group.start_soon(relay)
@@ -270,21 +330,52 @@ class Relay(Response):
             if self.gauge is not None:
                 self.gauge.dec()
 
+    async def _relay(self, send: Any) -> None:
+        import httpx
+
+        sent = 0
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            if self.prefix:
+                await send({"type": "http.response.body", "body": self.prefix, "more_body": True})
+                sent += len(self.prefix)
+            async for chunk in self.chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                sent += len(chunk)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except httpx.HTTPError as e:  # never passed off as a complete reply: the connection is cut
+            log.warning("the upstream reply broke after %d bytes (%s: %s): cutting the client's connection",
+                        sent, type(e).__name__, e)
+        except OSError:
+            log.info("client went away mid-reply: closing the upstream response")
+
+
+PACKED_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object", "properties": {
+        "edgewise": {"type": "object", "description": "documents and pack options; see docs/proxy.md"}}}}}}}
+
 
 def router(config: Any) -> APIRouter:
     """The proxy's routes for ``config.upstream``; the app adds auth, limits and error mapping."""
+    from .passthrough import METHODS, forward
+
     if not config.upstream:
         raise ValueError("the proxy needs config.upstream")
     upstream = Upstream(config)
     r = APIRouter(lifespan=upstream.lifespan, tags=["proxy"])
 
     @r.post("/v1/chat/completions", summary="OpenAI chat completions, documents packed first",
-            response_class=Response, openapi_extra={"requestBody": {"required": True, "content": {
-                "application/json": {"schema": {"type": "object", "properties": {
-                    "messages": {"type": "array", "items": {"type": "object"}},
-                    "edgewise": {"type": "object", "description": "documents and pack options; see docs/proxy.md"}},
-                    "required": ["messages"]}}}}})
+            response_class=Response, openapi_extra=PACKED_BODY)
     async def chat_completions(request: Request) -> Response:
-        return await upstream.chat(request)
+        return await upstream.packed(request, "/chat/completions", prepare)
+
+    @r.post("/v1/responses", summary="OpenAI Responses API, documents packed first",
+            response_class=Response, openapi_extra=PACKED_BODY)
+    async def responses(request: Request) -> Response:
+        return await upstream.packed(request, "/responses", prepare_response)
+
+    @r.api_route("/v1/{path:path}", methods=list(METHODS), include_in_schema=False)
+    async def passthrough(request: Request) -> Response:
+        return await forward(upstream, request)
 
     return r
