@@ -22,7 +22,6 @@ NEEDS = {
     "score/hybrid.py": ("onnxruntime", "models"),
     "score/cross.py": ("onnxruntime", "models"),
     "score/onnx.py": ("onnxruntime", "models"),
-    "eval/report.py": ("matplotlib", "eval"),
 }
 MODEL_DOCTESTS = {"score/dense.py", "score/static.py", "score/hybrid.py", "score/cross.py", "score/onnx.py"}
 

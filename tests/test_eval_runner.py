@@ -438,3 +438,45 @@ def test_summary_counts_empty_answers_by_their_first_line():
           for p in ("", "  \n Paris", "Paris\n", "\n")]
     (row, _all) = summarize(rs)
     assert row["empty"] == 0.5  # scored on the first line after leading white space, as the metric reads it
+
+
+BLOCK_MATPLOTLIB = "import sys; sys.modules['matplotlib'] = None; "  # what a fast-tier install without matplotlib sees
+NO_CHARTS = ("the report's charts need matplotlib: pip install -e '.[eval]' (in an edgewise checkout); "
+             "wrote report.md without them")
+
+
+def test_report_without_matplotlib_writes_the_markdown_and_says_how_to_get_the_charts(tmp_path, monkeypatch):
+    run(kv_task(), ["baseline", "oracle", "closedbook"], FirstRecordLLM(), str(tmp_path / "run"), progress=False)
+    whole = report(tmp_path / "run", tmp_path / "plain", charts=False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = report(tmp_path / "run")
+    assert (out["markdown"], out["rows"], out["notes"]) == (whole["markdown"], whole["rows"], [NO_CHARTS])
+    assert out["paths"] == {"markdown": str(tmp_path / "run" / "report.md")}
+    assert not list((tmp_path / "run").glob("*.png"))
+    assert (tmp_path / "run" / "report.md").read_text() == whole["markdown"]
+    assert report(tmp_path / "run", charts=False)["notes"] == []
+    with pytest.raises(ImportError, match=r"^the report's charts need matplotlib: pip install -e '\.\[eval\]'"):
+        report(tmp_path / "run", charts=True)  # asked for by name: loud
+
+
+def test_eval_report_command_without_matplotlib(tmp_path):
+    """`edgewise eval report` in a process where matplotlib cannot be imported: exit 0, the whole
+    Markdown on stdout and in report.md, one note on stderr with the install command."""
+    run(kv_task(), CONDITIONS, FirstRecordLLM(), str(tmp_path), progress=False)
+    expected = report(tmp_path, tmp_path / "plain", charts=False)["markdown"]
+    code = BLOCK_MATPLOTLIB + f"from edgewise.cli import main; raise SystemExit(main(['eval', 'report', {str(tmp_path)!r}]))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout.rstrip("\n")) == (0, expected.rstrip("\n")), r.stderr
+    assert r.stderr.splitlines() == [f"edgewise: note: {NO_CHARTS}", f"wrote: {tmp_path / 'report.md'}"]
+    assert (tmp_path / "report.md").read_text() == expected and not (tmp_path / "accuracy.png").exists()
+
+
+@pytest.mark.slow
+def test_the_fast_tier_report_test_runs_without_matplotlib():
+    """The runner's reference-condition test, which writes a report, passes where matplotlib is absent."""
+    code = BLOCK_MATPLOTLIB + ("import pytest; raise SystemExit(pytest.main(['-v', '-p', 'no:randomly', '-p', 'no:cacheprovider', "
+                               f"{__file__ + '::test_reference_conditions_are_asked_once_per_example'!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=Path(__file__).resolve().parents[1])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^=+ 1 passed in ", r.stdout, re.MULTILINE), r.stdout

@@ -66,8 +66,10 @@ def cmd_run(a: argparse.Namespace) -> None:
 def cmd_report(a: argparse.Namespace) -> None:
     from ..eval.report import report
 
-    out = report(a.run, a.out, charts=not a.no_charts)
+    out = report(a.run, a.out, charts=False if a.no_charts else None)
     write_out(out["markdown"])
+    for note in out["notes"]:
+        print(f"edgewise: note: {note}", file=sys.stderr)
     gap = out.get("missing")
     if gap and gap["missing"]:
         print(f"edgewise: warning: incomplete grid: {gap['missing']} of {gap['planned']} planned results are missing",
@@ -127,7 +129,7 @@ def _run_args(r: argparse.ArgumentParser) -> None:
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run directory")
     p.add_argument("-o", "--out", help="where to write (default: the run directory)")
-    p.add_argument("--no-charts", action="store_true", help="Markdown only (no matplotlib needed)")
+    p.add_argument("--no-charts", action="store_true", help="Markdown only (without matplotlib the charts are left out anyway, with a note saying how to get them)")
     p.set_defaults(func=cmd_report)
 
 

@@ -3,7 +3,8 @@
 :func:`summarize` turns results into rows; :func:`markdown` prints them as a table;
 :func:`report` writes ``report.md`` (flagging at the top the results the run planned but does not
 hold), ``accuracy.png`` (accuracy vs position, one line per condition, interval bands) and, for the
-needle task, ``needle.png`` (length x depth heatmaps).
+needle task, ``needle.png`` (length x depth heatmaps). The charts need matplotlib (extra ``eval``);
+without it the Markdown is written alone and the result's ``notes`` say so.
 
 >>> rows = summarize([{"condition": "baseline", "position": 0, "correct": 1.0, "model": "m"},
 ...                   {"condition": "baseline", "position": 0, "correct": 0.0, "model": "m"}])
@@ -19,7 +20,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, install_hint
 from .metrics import first_line, mcnemar_exact, wilson
 from .store import Store, plan_cells
 
@@ -188,11 +189,14 @@ def paired_markdown(rows: Sequence[dict[str, Any]], against: str = "baseline", b
     return "\n".join(lines)
 
 
+CHARTS_NEED = f"the report's charts need matplotlib: {install_hint('eval')}"
+
+
 def _pyplot():  # noqa: ANN202
     try:
         import matplotlib
     except ImportError:
-        raise ImportError("the report's charts need matplotlib: pip install -e '.[eval]' (in an edgewise checkout)") from None
+        raise ImportError(CHARTS_NEED) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -263,10 +267,18 @@ def plot_needle(results: Sequence[dict[str, Any]], path: str | Path, title: str 
     return Path(path)
 
 
-def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool = True) -> dict[str, Any]:
+def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool | None = None) -> dict[str, Any]:
     """Write ``report.md`` and the charts for a run; returns the summary rows, the paths written, the
-    Markdown and ``missing`` (see :func:`missing`). An incomplete grid is flagged at the top of the Markdown."""
+    Markdown, ``missing`` (see :func:`missing`) and ``notes`` (what was left out, and why). An
+    incomplete grid is flagged at the top of the Markdown.
+
+    ``charts``: ``None`` (the default) draws them when matplotlib is installed and otherwise writes
+    the Markdown alone, with a note saying how to get them; ``True`` requires matplotlib (an
+    ``ImportError`` naming the extra without it); ``False`` writes the Markdown alone.
+    """
     results, manifest = load_results(run_dir)
+    notes: list[str] = []
+    charts = _charts_wanted(charts, notes)
     out = Path(out_dir or run_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = summarize(results)
@@ -305,4 +317,18 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
     md = out / "report.md"
     md.write_text("\n".join(text), encoding="utf-8")
     paths["markdown"] = str(md)
-    return {"rows": rows, "paths": paths, "markdown": "\n".join(text), "missing": gaps}
+    return {"rows": rows, "paths": paths, "markdown": "\n".join(text), "missing": gaps, "notes": notes}
+
+
+def _charts_wanted(charts: bool | None, notes: list[str]) -> bool:
+    """Whether to draw the charts; without matplotlib and not asked for by name, a note instead."""
+    if charts is False:
+        return False
+    try:
+        _pyplot()
+    except ImportError:
+        if charts:
+            raise
+        notes.append(f"{CHARTS_NEED}; wrote report.md without them")
+        return False
+    return True
