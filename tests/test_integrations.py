@@ -4,6 +4,8 @@ The budget rule (edgewise.integrations): documents in rank order, whole, until t
 not fit; the best one cut to the budget when it does not fit alone; never empty, never over.
 """
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -105,6 +107,60 @@ def test_langchain_reorder_beside_the_real_long_context_reorder():
         theirs = community.LongContextReorder().transform_documents(docs)
         assert [id(d) for d in LCReorder().transform_documents(docs)] == [id(d) for d in theirs]
         assert [id(d) for d in theirs] == [id(d) for d in langchain_reference(docs)]  # the reference above is right
+
+
+LC_DEFAULTS = {"order": "edges-mirror", "budget": None, "tokenizer": "cl100k_base", "top_k": None}
+
+
+def test_langchain_reorder_is_a_pydantic_model_like_long_context_reorder():
+    from pydantic import BaseModel, ValidationError
+
+    assert issubclass(LCReorder, BaseModel)
+    assert LCReorder().model_dump() == LC_DEFAULTS
+    custom = LCReorder(order="edges", budget=9, tokenizer="words", top_k=3)
+    dumped = custom.model_dump()
+    assert dumped == {"order": "edges", "budget": 9, "tokenizer": "words", "top_k": 3}
+    for again in (LCReorder.model_validate(dumped), LCReorder.model_validate_json(custom.model_dump_json()),
+                  LCReorder(**dumped)):
+        assert (type(again), again.model_dump(), again) == (LCReorder, dumped, custom)
+    docs = [LCDocument(page_content=f"w{i} x", id=f"d{i}") for i in range(6)]
+    assert [d.page_content for d in LCReorder.model_validate(dumped).transform_documents(docs)] == ["w0 x", "w2 x", "w1 x"]
+    assert LCReorder.model_validate({}).model_dump() == LC_DEFAULTS
+    # the options are checked on the way in, whichever way it is built
+    for bad, message in (({"budget": 0}, "budget must be > 0, but got 0"),
+                         ({"order": "middle"}, "unknown order 'middle'"),
+                         ({"budget": "5"}, "budget must be an integer > 0, but got '5'"),
+                         ({"top_k": 0}, "top_k must be > 0, but got 0"),
+                         ({"budget": 3, "tokenizer": "nope"}, "unknown tokenizer 'nope'")):
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            LCReorder.model_validate(bad)
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        LCReorder.model_validate({"budgett": 5})
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_langchain_reorder_is_a_drop_in_where_long_context_reorder_is_used():
+    import asyncio
+
+    community = pytest.importorskip("langchain_community.document_transformers",
+                                    reason="LangChain's LongContextReorder ships in langchain-community: pip install -e '.[dev]'")
+    theirs, ours = community.LongContextReorder(), LCReorder()
+    for n in range(9):
+        docs = lc_docs(n)
+        expected = [id(d) for d in theirs.transform_documents(docs)]
+        assert [id(d) for d in ours.transform_documents(docs)] == expected
+        assert [id(d) for d in asyncio.run(ours.atransform_documents(docs))] == expected
+        assert [id(d) for d in asyncio.run(theirs.atransform_documents(docs))] == expected
+    # in a pipeline of transformers, a pydantic model that holds its transformers as fields
+    pipelines = pytest.importorskip("langchain_classic.retrievers.document_compressors",
+                                    reason="DocumentCompressorPipeline ships in langchain-classic: pip install -e '.[dev]'")
+    docs = lc_docs(7)
+    with_theirs = pipelines.DocumentCompressorPipeline(transformers=[theirs])
+    with_ours = pipelines.DocumentCompressorPipeline(transformers=[ours])
+    assert [id(d) for d in with_ours.compress_documents(docs, "q")] == [id(d) for d in with_theirs.compress_documents(docs, "q")]
+    assert [id(d) for d in asyncio.run(with_ours.acompress_documents(docs, "q"))] == [
+        id(d) for d in with_theirs.compress_documents(docs, "q")]
+    assert (with_theirs.model_dump(), with_ours.model_dump()) == ({"transformers": [{}]}, {"transformers": [LC_DEFAULTS]})
 
 
 def test_langchain_reorder_with_top_k_and_best_first():

@@ -20,14 +20,20 @@ from . import TRUNCATED_KEY, arrange, check_options
 
 try:
     from langchain_core.documents import BaseDocumentTransformer, Document
+    from pydantic import BaseModel, ConfigDict
 except ImportError:  # pragma: no cover
     raise missing_extra("the LangChain adapter", "langchain-core", "langchain") from None
 
 from .langchain_packer import EdgewiseCompressor, EdgewiseEmbeddings, EdgewisePacker  # the packing components
 
 
-class EdgewiseReorder(BaseDocumentTransformer):
+class EdgewiseReorder(BaseDocumentTransformer, BaseModel):
     """Reorder retrieved documents (given best first) so the most relevant sit at the edges.
+
+    A pydantic model like the ``LongContextReorder`` it replaces: ``model_dump()`` gives its options
+    and ``EdgewiseReorder.model_validate(them)`` builds the same transformer (options checked either
+    way; bad ones raise edgewise's ``InputError``/``ConfigError`` from the constructor, a pydantic
+    ``ValidationError`` from ``model_validate``).
 
     >>> from langchain_core.documents import Document
     >>> docs = [Document(page_content=str(i)) for i in range(1, 5)]
@@ -35,14 +41,24 @@ class EdgewiseReorder(BaseDocumentTransformer):
     ['2', '4', '3', '1']
     >>> [d.page_content for d in EdgewiseReorder(order="edges", budget=3).transform_documents(docs)]
     ['1', '3', '2']
+    >>> EdgewiseReorder(top_k=2).model_dump()
+    {'order': 'edges-mirror', 'budget': None, 'tokenizer': 'cl100k_base', 'top_k': 2}
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", strict=True)
+
+    order: str = "edges-mirror"
+    budget: int | None = None
+    tokenizer: str = "cl100k_base"
+    top_k: int | None = None
 
     def __init__(
         self, *, order: str = "edges-mirror", budget: int | None = None, tokenizer: str = "cl100k_base",
-        top_k: int | None = None,
+        top_k: int | None = None, **kwargs: Any,
     ) -> None:
+        # model_validate calls this too (pydantic runs a model's own __init__), wrapping these errors
         check_options(order=order, budget=budget, tokenizer=tokenizer, top_k=top_k)
-        self.order, self.budget, self.tokenizer, self.top_k = order, budget, tokenizer, top_k
+        super().__init__(order=order, budget=budget, tokenizer=tokenizer, top_k=top_k, **kwargs)
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         docs = list(documents)
