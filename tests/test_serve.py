@@ -186,7 +186,8 @@ def test_capabilities_list_the_registries_with_plugins(main):
     assert caps["orders"] == [{"name": n, "source": s} for n, s in here["orders"]] + [
         {"name": "swap-ends", "source": "serve-test-plugin"}]
     assert caps["prune_scorers"] == ["auto", "dense", "lexical"]
-    assert caps["limits"] == {"max_body_bytes": 65536, "max_chunks": 50, "max_chars": 20000, "timeout_s": 20.0}
+    assert caps["limits"] == {"max_body_bytes": 65536, "max_chunks": 50, "max_chars": 20000, "timeout_s": 20.0,
+                              "threads": 8, "queue": 32, "max_asset_bytes": 1024 * 1024}
     assert (caps["assets"], caps["auth"], caps["proxy"], caps["version"]) == (True, True, False, edgewise.__version__)
     try:
         from edgewise import models
@@ -213,30 +214,30 @@ def test_probes_and_openapi(main):
 # -- errors: always JSON, never a 500 -------------------------------------------------------------
 
 @pytest.mark.parametrize("body, status, error", [
-    (b'{"query": "q", "chunks": [', 400, {"type": "invalid_json",
+    (b'{"query": "q", "chunks": [', 400, {"type": "edgewise_invalid_json",
                                           "message": "the body must be valid JSON, but Expecting value at offset 26"}),
     (b'{"query": "q", "chunks": [], "options": {"budget": NaN}}', 400,
-     {"type": "invalid_json", "message": "the body must be valid JSON, but NaN is not a JSON value at offset 51"}),
+     {"type": "edgewise_invalid_json", "message": "the body must be valid JSON, but NaN is not a JSON value at offset 51"}),
     (b'{"query": 3, "chunks": []}', 422,
-     {"type": "invalid_request", "message": "query: Input should be a valid string, but got 3"}),
+     {"type": "edgewise_invalid_request", "message": "query: Input should be a valid string, but got 3"}),
     (b'{"query": "q", "chunks": {}}', 422,
-     {"type": "invalid_request", "message": "chunks: Input should be a valid list, but got {}"}),
+     {"type": "edgewise_invalid_request", "message": "chunks: Input should be a valid list, but got {}"}),
     (b'{"query": "q", "chunks": [], "colour": 1}', 422,
-     {"type": "invalid_request", "message": "colour: Extra inputs are not permitted, but got 1"}),
-    (b'{"chunks": []}', 422, {"type": "invalid_request", "message": "query: Field required"}),
+     {"type": "edgewise_invalid_request", "message": "colour: Extra inputs are not permitted, but got 1"}),
+    (b'{"chunks": []}', 422, {"type": "edgewise_invalid_request", "message": "query: Field required"}),
     (b'{"query": "q", "chunks": [], "options": {"top_k": 0}}', 422,
-     {"type": "invalid_input", "message": "top_k must be > 0, but got 0"}),
+     {"type": "edgewise_invalid_input", "message": "top_k must be > 0, but got 0"}),
     (b'{"query": "q", "chunks": [], "options": {"budget": "9"}}', 422,
-     {"type": "invalid_input", "message": "budget must be an integer > 0, but got '9'"}),
+     {"type": "edgewise_invalid_input", "message": "budget must be an integer > 0, but got '9'"}),
     (b'{"query": "q", "chunks": [], "options": {"order": "nope"}}', 422,
-     {"type": "config_error", "message": "unknown order 'nope'; choose one of: " + ", ".join(
+     {"type": "edgewise_config_error", "message": "unknown order 'nope'; choose one of: " + ", ".join(
          [n for n, _ in describe(("orders",))["orders"]] + ["swap-ends"])}),
     (b'{"query": "q", "chunks": [{"txt": "x"}]}', 422,
-     {"type": "invalid_input", "message": "chunk #0 must have a 'text' field, but it has ['txt']"}),
+     {"type": "edgewise_invalid_input", "message": "chunk #0 must have a 'text' field, but it has ['txt']"}),
     (b'{"query": "q", "chunks": ["x"], "options": {"budget": 5}}', 422,
-     {"type": "budget_error", "message": "budget must hold the fixed layers: the fixed layers (system, instructions, profile, question) need 195 "
+     {"type": "edgewise_budget_error", "message": "budget must hold the fixed layers: the fixed layers (system, instructions, profile, question) need 195 "
       "tokens, but budget is 5"}),
-    (b"[" * 20000 + b"]" * 20000, 400, {"type": "bad_request", "message": "There was an error parsing the body"}),
+    (b"[" * 20000 + b"]" * 20000, 400, {"type": "edgewise_bad_request", "message": "There was an error parsing the body"}),
 ])
 def test_bad_input_is_a_json_4xx(main, body, status, error):
     r = main["client"].post("/v1/pack", content=body, headers={"content-type": "application/json"})
@@ -246,14 +247,14 @@ def test_bad_input_is_a_json_4xx(main, body, status, error):
 def test_unknown_option_names_the_valid_ones(main):
     r = main["client"].post("/v1/pack", json={"query": "q", "chunks": [], "options": {"colour": "red"}})
     names = ", ".join(edgewise.PackOptions.names())
-    assert _error(r) == (422, {"error": {"type": "config_error",
+    assert _error(r) == (422, {"error": {"type": "edgewise_config_error",
                                          "message": f"unknown pack option 'colour'; choose from: {names}"}})
 
 
 def test_unknown_route_and_method(main):
-    assert _error(main["client"].get("/v1/nope")) == (404, {"error": {"type": "not_found", "message": "Not Found"}})
+    assert _error(main["client"].get("/v1/nope")) == (404, {"error": {"type": "edgewise_not_found", "message": "Not Found"}})
     assert _error(main["client"].get("/v1/pack")) == (
-        405, {"error": {"type": "method_not_allowed", "message": "Method Not Allowed"}})
+        405, {"error": {"type": "edgewise_method_not_allowed", "message": "Method Not Allowed"}})
 
 
 # -- auth and CORS --------------------------------------------------------------------------------
@@ -262,13 +263,13 @@ def test_api_key_is_required_and_compared(main):
     url = main["url"]
     body = {"query": QUERY, "chunks": CHUNKS}
     r = httpx.post(f"{url}/v1/pack", json=body)
-    assert _error(r) == (401, {"error": {"type": "unauthorized",
+    assert _error(r) == (401, {"error": {"type": "edgewise_unauthorized",
                                          "message": "this server needs an API key: send 'Authorization: Bearer <key>'"}})
     assert r.headers["www-authenticate"] == 'Bearer realm="edgewise"'
     r = httpx.post(f"{url}/v1/pack", json=body, headers={"Authorization": "Bearer wrong"})
-    assert _error(r) == (401, {"error": {"type": "unauthorized", "message": "the API key is wrong"}})
+    assert _error(r) == (401, {"error": {"type": "edgewise_unauthorized", "message": "the API key is wrong"}})
     r = httpx.post(f"{url}/v1/pack", json=body, headers={"Authorization": KEY})
-    assert _error(r) == (401, {"error": {"type": "unauthorized",
+    assert _error(r) == (401, {"error": {"type": "edgewise_unauthorized",
                                          "message": "the Authorization header must be 'Bearer <key>'"}})
     assert httpx.get(f"{url}/metrics").status_code == 401
     assert httpx.get(f"{url}/healthz").status_code == 200  # the probes need no key
@@ -314,20 +315,20 @@ def test_a_template_inside_the_assets_is_served_like_the_cli(main, assets):
 def test_paths_outside_the_assets_are_refused(main, option, spec, why):
     r = main["client"].post("/v1/pack", json={"query": QUERY, "chunks": CHUNKS, "options": {option: spec}})
     noun = {"layout": "layout", "order": "order", "tokenizer": "tokenizer", "scorer": "scorer"}[option]
-    assert _error(r) == (403, {"error": {"type": "forbidden_path", "message": f"{noun} {spec!r} {why}"}})
+    assert _error(r) == (403, {"error": {"type": "edgewise_forbidden_path", "message": f"{noun} {spec!r} {why}"}})
 
 
 def test_other_endpoints_refuse_paths_too(main, tight):
     r = main["client"].post("/v1/score", json={"query": QUERY, "chunks": CHUNKS, "scorer": "cross:/etc"})
     assert _error(r)[0] == 403
     r = main["client"].post("/v1/tokens", json={"text": "x", "tokenizer": "hf:../../etc/passwd"})
-    assert _error(r) == (403, {"error": {"type": "forbidden_path", "message":
+    assert _error(r) == (403, {"error": {"type": "edgewise_forbidden_path", "message":
                                          "tokenizer 'hf:../../etc/passwd' names a file outside the assets directory"}})
     r = main["client"].post("/v1/pack", json={"query": QUERY, "chunks": CHUNKS, "options": {"layout": "template:no.j2"}})
-    assert _error(r) == (422, {"error": {"type": "config_error",
+    assert _error(r) == (422, {"error": {"type": "edgewise_config_error",
                                          "message": "template file 'no.j2' could not be read: No such file or directory"}})
     r = tight["client"].post("/v1/pack", json={"query": QUERY, "chunks": CHUNKS, "options": {"layout": "template:t.j2"}})
-    assert _error(r) == (403, {"error": {"type": "forbidden_path", "message":
+    assert _error(r) == (403, {"error": {"type": "edgewise_forbidden_path", "message":
                                          "layout 'template:t.j2' reads a file, and this server reads none: "
                                          "start it with --assets DIR to allow files from DIR"}})
 
@@ -336,10 +337,10 @@ def test_other_endpoints_refuse_paths_too(main, tight):
 
 def test_too_many_chunks_and_too_much_text(main):
     r = main["client"].post("/v1/pack", json={"query": "q", "chunks": ["x"] * 51})
-    assert _error(r) == (422, {"error": {"type": "too_many_chunks",
+    assert _error(r) == (422, {"error": {"type": "edgewise_too_many_chunks",
                                          "message": "a request may carry at most 50 chunks (--max-chunks), but got 51"}})
     r = main["client"].post("/v1/prune", json={"query": "qq", "chunks": [{"text": "y" * 19990, "title": "abcdefghij"}]})
-    assert _error(r) == (422, {"error": {"type": "too_much_text", "message":
+    assert _error(r) == (422, {"error": {"type": "edgewise_too_much_text", "message":
                                          "a request may carry at most 20000 characters of text (--max-chars), "
                                          "but got 20002"}})
 
@@ -367,7 +368,7 @@ def test_a_declared_large_body_is_refused_before_it_is_sent(main):
     s = _raw(main["port"], b"POST /v1/pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            b"Content-Length: 1000000\r\n" + f"Authorization: Bearer {KEY}\r\n\r\n".encode())
     with s:
-        assert _status(s) == (413, {"error": {"type": "body_too_large", "message":
+        assert _status(s) == (413, {"error": {"type": "edgewise_body_too_large", "message":
                                               "the request body may be at most 65536 bytes (--max-body-bytes), "
                                               "but got 1000000"}})
 
@@ -389,7 +390,7 @@ def test_a_streamed_body_is_refused_while_it_arrives(main):
         except (BrokenPipeError, ConnectionResetError):
             pass
         status, body = _status(s)
-    assert (status, body["error"]["type"]) == (413, "body_too_large")
+    assert (status, body["error"]["type"]) == (413, "edgewise_body_too_large")
     assert body["error"]["message"].startswith("the request body may be at most 65536 bytes (--max-body-bytes), "
                                                "but got more (")
     assert sent < total
@@ -413,14 +414,14 @@ def test_a_body_slower_than_the_timeout_is_a_408(tight):
     s = _raw(tight["port"], b"POST /v1/pack HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                             + f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload[:20])
     with s:
-        assert _status(s) == (408, {"error": {"type": "request_timeout", "message":
+        assert _status(s) == (408, {"error": {"type": "edgewise_request_timeout", "message":
                                               "the request body did not arrive within 0.5 s (--timeout); 20 bytes came"}})
 
 
 def test_work_past_the_timeout_is_a_504(tight):
     chunks = [f"Sentence {i} about the river. Another one about mountain {i}." for i in range(20000)]
     r = tight["client"].post("/v1/prune", json={"query": "river", "chunks": chunks, "scorer": "lexical"})
-    assert _error(r) == (504, {"error": {"type": "timeout", "message": "the request took longer than 0.5 s (--timeout)"}})
+    assert _error(r) == (504, {"error": {"type": "edgewise_timeout", "message": "the request took longer than 0.5 s (--timeout)"}})
     assert tight["client"].get("/healthz").json() == {"status": "ok"}  # the loop was never blocked
 
 

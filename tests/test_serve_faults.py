@@ -215,7 +215,7 @@ def test_upstream_5xx_comes_back_as_sent(proxy):
 def test_slow_upstream_is_a_504(proxy):
     r = httpx.post(proxy + "/v1/chat/completions", json=chat("slow", edgewise=DOCS), timeout=10)
     assert r.status_code == 504
-    assert r.json() == {"error": {"type": "upstream_timeout", "message":
+    assert r.json() == {"error": {"type": "edgewise_upstream_timeout", "message":
                                   "the upstream did not answer within upstream_timeout_s=1 seconds (ReadTimeout)"}}
 
 
@@ -223,7 +223,7 @@ def test_an_upstream_that_hangs_up_is_a_502_and_not_retried(proxy, upstream):
     n = len(upstream.seen)
     r = httpx.post(proxy + "/v1/chat/completions", json=chat("hang-up"), timeout=10)
     assert r.status_code == 502
-    assert r.json()["error"]["type"] == "upstream_unavailable"
+    assert r.json()["error"]["type"] == "edgewise_upstream_unavailable"
     assert len(upstream.seen) == n + 1  # the request went out: repeating it could run it twice
 
 
@@ -236,7 +236,7 @@ def test_upstream_down_is_a_502(tmp_path):
         stop(proc)
     assert r.status_code == 502
     error = r.json()["error"]
-    assert error["type"] == "upstream_unavailable"
+    assert error["type"] == "edgewise_upstream_unavailable"
     assert error["message"].startswith("the upstream could not be reached (ConnectError: ")
     assert error["message"].endswith("; tried 3 times")
 
@@ -299,7 +299,7 @@ def test_an_oversized_body_is_a_413(proxy, upstream):
     n = len(upstream.seen)
     big = chat("echo", edgewise={**DOCS, "documents": ["x" * 70_000]})
     r = httpx.post(proxy + "/v1/chat/completions", json=big, timeout=10)
-    assert r.status_code == 413 and r.json()["error"]["type"] == "body_too_large"
+    assert r.status_code == 413 and r.json()["error"]["type"] == "edgewise_body_too_large"
     assert len(upstream.seen) == n
 
 
@@ -314,7 +314,7 @@ def test_a_slow_body_is_a_408(proxy, upstream):
             reply += chunk
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 ")
-    assert json.loads(body)["error"]["type"] == "request_timeout"
+    assert json.loads(body)["error"]["type"] == "edgewise_request_timeout"
     assert len(upstream.seen) == n
 
 

@@ -37,7 +37,9 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
         max_chunks=a.max_chunks, max_chars=a.max_chars, timeout_s=a.timeout, api_key=environ.get(a.api_key_env) or None,
         api_key_env=a.api_key_env, cors_origins=tuple(a.cors_origin), preload=preload, upstream=a.upstream,
         upstream_timeout_s=a.upstream_timeout, models_file=a.models, history_share=a.history_share,
-        log_bodies=a.log_bodies, threads=a.threads,
+        log_bodies=a.log_bodies, threads=a.threads, queue=a.queue, max_asset_bytes=a.max_asset_bytes, http=a.http,
+        max_header_bytes=a.max_header_bytes, max_headers=a.max_headers, header_timeout_s=a.header_timeout,
+        keep_alive_s=a.keep_alive, max_connections=a.max_connections,
     )
 
 
@@ -64,7 +66,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
 
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
-    from ..serve.config import API_KEY_ENV, ServeConfig
+    from ..serve.config import API_KEY_ENV, HTTP_PARSERS, ServeConfig
 
     d = ServeConfig(api_key=None)
     p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
@@ -72,6 +74,8 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=d.workers, help="uvicorn worker processes (default 1)")
     p.add_argument("--threads", type=int, default=d.threads,
                    help=f"threads per process for packing and scoring (default {d.threads})")
+    p.add_argument("--queue", type=int, default=d.queue,
+                   help=f"requests that may wait for a thread, per process; more get a 503 (default {d.queue})")
     p.add_argument("--assets", type=Path, metavar="DIR",
                    help="the only directory file-backed specs (template:FILE, hf:PATH, cross:PATH ...) may name; "
                         "without it, they are refused")
@@ -84,6 +88,22 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help=f"most characters of text per request (422; default {d.max_chars})")
     p.add_argument("--timeout", type=float, default=d.timeout_s,
                    help=f"seconds a request may take: its body (408), then its work (504) (default {d.timeout_s:g})")
+    p.add_argument("--max-asset-bytes", type=int, default=d.max_asset_bytes,
+                   help=f"largest template or profile read from --assets, in bytes (422; default {d.max_asset_bytes})")
+    conn = p.add_argument_group("connections (uvicorn; per process)")
+    conn.add_argument("--http", default=d.http, choices=HTTP_PARSERS,
+                      help="HTTP/1.1 parser: httptools where installed (auto, the default) or h11; the limits hold for both")
+    conn.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
+                      help=f"request line and headers, in bytes (431; default {d.max_header_bytes})")
+    conn.add_argument("--max-headers", type=int, default=d.max_headers,
+                      help=f"most header lines per request (431; default {d.max_headers})")
+    conn.add_argument("--header-timeout", type=float, default=d.header_timeout_s,
+                      help=f"seconds for the request line and headers to arrive, else the connection is closed "
+                           f"(default {d.header_timeout_s:g})")
+    conn.add_argument("--keep-alive", type=float, default=d.keep_alive_s,
+                      help=f"seconds an idle connection stays open between requests (default {d.keep_alive_s:g})")
+    conn.add_argument("--max-connections", type=int, default=d.max_connections,
+                      help=f"open connections; past it the oldest idle one is closed (default {d.max_connections})")
     p.add_argument("--api-key-env", default=API_KEY_ENV, metavar="NAME",
                    help=f"environment variable holding the bearer token clients must send (default {API_KEY_ENV}; "
                         "unset or empty: no auth)")

@@ -4,8 +4,8 @@ One process holds one long-lived :class:`~edgewise.packer.Packer` (the shared de
 :func:`edgewise.variants` packs with too), so tokenizers, scorers and their caches load once.
 ``--preload`` scorers are resolved when the app starts (a bad name stops the start) and their
 models loaded in a background thread; ``/readyz`` answers 503 until they are in. The layers, from
-the outside in: access log and metrics, CORS (only with ``--cors-origin``), the body limit, the
-error handlers, then the routes (``/v1/*`` and ``/metrics`` behind the API key when one is set).
+the outside in: access log and metrics, CORS (only with ``--cors-origin``), the header count and
+body limits, the error handlers, then the routes (``/v1/*`` and ``/metrics`` behind the API key when one is set).
 With ``config.upstream`` the proxy's routes (:mod:`edgewise.serve.proxy`) join, behind the same
 key, limit and error format.
 
@@ -31,11 +31,12 @@ from .. import __version__
 from ..errors import ConfigError
 from ..options import PackOptions
 from ..packer import default_packer
-from . import errors, routes
-from .assets import resolve_spec
+from . import connections, errors, routes
+from .admission import Admission
+from .assets import Assets, resolve_spec
 from .auth import require_key
 from .config import ServeConfig
-from .limits import BodyLimit
+from .limits import BodyLimit, HeaderLimit
 from .metrics import Metrics, Observe
 from .schemas import options_schema
 
@@ -60,7 +61,8 @@ def capabilities(config: ServeConfig) -> dict[str, Any]:
     out["auth"] = bool(config.api_key)
     out["proxy"] = config.upstream is not None
     out["limits"] = {"max_body_bytes": config.max_body_bytes, "max_chunks": config.max_chunks,
-                     "max_chars": config.max_chars, "timeout_s": config.timeout_s}
+                     "max_chars": config.max_chars, "timeout_s": config.timeout_s, "threads": config.threads,
+                     "queue": config.queue, "max_asset_bytes": config.max_asset_bytes}
     return out
 
 
@@ -81,9 +83,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     config: ServeConfig = app.state.config
     packer = app.state.packer
     app.state.limiter = anyio.CapacityLimiter(config.threads)
+    app.state.admission = Admission(config.threads, config.queue)
     scorers = []
     for spec in config.preload:  # resolved now: a bad name or a path outside the assets stops the start
-        resolved = resolve_spec("scorers", PackOptions(scorer=spec).scorer, config.assets)
+        resolved = resolve_spec("scorers", PackOptions(scorer=spec).scorer, app.state.assets)
         scorer = packer.scorer(PackOptions(scorer=resolved))
         if scorer is None:
             raise ConfigError(f"--preload takes a scorer (bm25, dense, cross:PATH ...), but got {spec!r}")
@@ -98,7 +101,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         load_models(config.models_file)
     app.state.capabilities = capabilities(config)  # loads the plugins once, here
     threading.Thread(target=_warm, args=(app, scorers), name="edgewise-preload", daemon=True).start()
-    yield
+    try:
+        yield
+    finally:
+        app.state.admission.close()
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -117,9 +123,11 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
                   description="Pack retrieved chunks into the prompt an LLM reads best, over HTTP. "
                               "Errors are `{\"error\": {\"type\", \"message\"}}` with a 4xx status.")
     app.state.config = config
+    connections.configure(config)  # this process's HTTP limits (each worker builds its app)
     app.state.packer = default_packer()
     app.state.metrics = Metrics()
     app.state.preload = {spec: "loading" for spec in config.preload}
+    app.state.assets = Assets(config.assets, config.max_asset_bytes) if config.assets else None
     errors.install(app, hide=f"{config.assets}/" if config.assets else None)
     keyed = [Depends(require_key)]
     app.include_router(routes.probe_router())
@@ -134,6 +142,7 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
             raise ConfigError("--upstream needs edgewise.serve.proxy, which this installation does not have") from None
         app.include_router(proxy.router(config), dependencies=keyed)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes, timeout_s=config.timeout_s)
+    app.add_middleware(HeaderLimit, max_headers=config.max_headers)
     if config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

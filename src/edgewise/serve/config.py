@@ -29,6 +29,7 @@ from ..errors import ConfigError
 
 ENV_VAR = "EDGEWISE_SERVE_CONFIG"  # how the parent process hands the settings to its workers
 API_KEY_ENV = "EDGEWISE_API_KEY"
+HTTP_PARSERS = ("auto", "h11", "httptools")
 
 
 def _key_from_env(name: str = API_KEY_ENV) -> str | None:
@@ -57,13 +58,25 @@ class ServeConfig:
     history_share: float = 0.5
     log_bodies: bool = False
     threads: int = 8  # worker threads for packing and scoring, per process
+    queue: int = 32  # requests that may wait for a thread, per process; past it: 503
+    max_asset_bytes: int = 1024 * 1024  # the largest template or profile read from --assets
+    http: str = "auto"  # uvicorn's HTTP parser: auto (httptools if installed), h11, httptools
+    max_header_bytes: int = 32 * 1024  # request line and headers, in bytes: 431 past it
+    max_headers: int = 100  # header lines: 431 past it
+    header_timeout_s: float = 10.0  # request line and headers must arrive within it: else closed
+    keep_alive_s: float = 5.0  # an idle connection between requests is closed after it
+    max_connections: int = 1000  # open connections per process; past it the oldest idle one is closed
 
     def __post_init__(self) -> None:
         check_int("port", self.port, minimum=0, error=ConfigError)
-        for name in ("workers", "max_body_bytes", "max_chunks", "max_chars", "threads"):
+        for name in ("workers", "max_body_bytes", "max_chunks", "max_chars", "threads", "max_asset_bytes",
+                     "max_header_bytes", "max_headers", "max_connections"):
             check_int(name, getattr(self, name), minimum=1, error=ConfigError)
-        for name in ("timeout_s", "upstream_timeout_s"):
+        check_int("queue", self.queue, minimum=0, error=ConfigError)
+        for name in ("timeout_s", "upstream_timeout_s", "header_timeout_s", "keep_alive_s"):
             check_number(name, getattr(self, name), above=0, what="a number > 0", error=ConfigError)
+        if self.http not in HTTP_PARSERS:
+            raise ConfigError(f"http must be one of {', '.join(HTTP_PARSERS)}, but got {self.http!r}")
         check_number("history_share", self.history_share, low=0, high=1, what="a share in [0, 1]", error=ConfigError)
         if self.assets is not None:
             if not isinstance(self.assets, Path):

@@ -1,17 +1,23 @@
 """Every error the service returns is JSON ``{"error": {"type", "message"}}`` with a 4xx status.
 
+Every error edgewise itself writes has a ``type`` that starts with ``edgewise_`` and an
+``x-edgewise-error: 1`` header, so a client (LiteLLM, an OpenAI SDK) behind the proxy can tell
+it from an error the upstream model sent (those are relayed as they came, without the header).
+
 The mapping is made once, here: edgewise's own exceptions (their messages name the rule and the
 value) are 422, a malformed JSON body is 400, a body too large 413, one too slow 408, work past
 its deadline 504, a missing or wrong API key 401, a path outside the assets directory 403. Only a
 bug gives a 500, and its message says nothing of the server's internals (the traceback is logged).
 Paths inside the assets directory appear relative to it, as the client named them.
 
->>> error_response(422, "invalid_input", "top_k must be > 0, but got 0").body
-b'{"error":{"type":"invalid_input","message":"top_k must be > 0, but got 0"}}'
+>>> r = error_response(422, "invalid_input", "top_k must be > 0, but got 0")
+>>> r.body, r.headers[ERROR_HEADER]
+(b'{"error":{"type":"edgewise_invalid_input","message":"top_k must be > 0, but got 0"}}', '1')
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -23,6 +29,9 @@ from starlette.exceptions import HTTPException
 from ..errors import BudgetError, ConfigError, EdgewiseError, InputError
 
 log = logging.getLogger("edgewise.serve")
+
+PREFIX = "edgewise_"  # every type of an error edgewise writes starts with it
+ERROR_HEADER = "x-edgewise-error"  # "1" on every error edgewise writes, absent from relayed ones
 
 _STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                  405: "method_not_allowed", 408: "request_timeout", 413: "body_too_large",
@@ -41,9 +50,21 @@ class ApiError(HTTPException):
         self.message = message
 
 
+def error_type(type: str) -> str:
+    """The ``type`` a client sees: ``edgewise_`` and the short name (``invalid_input``...)."""
+    return type if type.startswith(PREFIX) else PREFIX + type
+
+
+def error_body(type: str, message: str) -> bytes:
+    """The JSON bytes of an error body (also written by the HTTP protocol, before any app runs)."""
+    return json.dumps({"error": {"type": error_type(type), "message": message}}, ensure_ascii=False,
+                      separators=(",", ":")).encode()
+
+
 def error_response(status: int, type: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The JSON body every error has: ``{"error": {"type": ..., "message": ...}}``."""
-    return JSONResponse({"error": {"type": type, "message": message}}, status_code=status, headers=headers)
+    """The JSON body every error has: ``{"error": {"type": "edgewise_...", "message": ...}}``."""
+    return JSONResponse({"error": {"type": error_type(type), "message": message}}, status_code=status,
+                        headers={**(headers or {}), ERROR_HEADER: "1"})
 
 
 def edgewise_status(exc: EdgewiseError) -> tuple[int, str]:
@@ -80,7 +101,9 @@ def install(app: FastAPI, *, hide: str | None = None) -> None:
     taken out of messages, so they name files as the client did."""
 
     def clean(message: str) -> str:
-        return message.replace(hide, "") if hide else message
+        if not hide:
+            return message
+        return message.replace(hide, "").replace(hide.rstrip("/"), ".")  # the directory itself: "."
 
     async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status_code, exc.type, clean(exc.message), exc.headers)

@@ -1,4 +1,5 @@
-"""Request limits: body size (413) and body time (408) while it is read; chunks and characters (422).
+"""Request limits: body size (413) and body time (408) while it is read; chunks and characters (422);
+header count (431); strings that are not valid Unicode (400).
 
 :class:`BodyLimit` is a pure ASGI middleware. A ``Content-Length`` over the limit is refused before
 a byte of the body is read; a body without one (chunked) or one that lies is counted as it arrives
@@ -13,16 +14,22 @@ and the app's error handlers write the JSON body.
 Traceback (most recent call last):
 ...
 edgewise.serve.errors.ApiError: 422: a request may carry at most 1 chunks (--max-chunks), but got 2
+>>> check_unicode(b'{"q": "\\\\ud800"}', {"q": "\\ud800", "chunks": ["ok"]})
+Traceback (most recent call last):
+...
+edgewise.serve.errors.ApiError: 400: strings in the body must be valid Unicode, but q holds a lone surrogate (U+D800) at character 0
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sized
 from typing import Any
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..jsonin import lone_surrogate
 from .errors import ApiError, error_response
 
 
@@ -102,3 +109,51 @@ def check_request(chunks: Sized | None, chars: int, *, max_chunks: int, max_char
     if chars > max_chars:
         raise ApiError(422, "too_much_text",
                        f"a request may carry at most {max_chars} characters of text (--max-chars), but got {chars}")
+
+
+# what a lone surrogate can come from in a JSON body: a \\uD800-\\uDFFF escape, or its UTF-8-like bytes
+# (Python's json decodes bytes with "surrogatepass"); a valid pair matches too and is let through below
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]")
+
+
+def check_unicode(body: bytes, value: Any) -> None:
+    """400 when a string of ``value`` (``body`` parsed) holds a lone surrogate: it is not Unicode
+    text, no UTF-8 can carry it (the reply could not be written), and the CLI refuses it too. The
+    proxy's bodies get the same rule and message (:mod:`edgewise.serve.readbody`). Fast: the raw
+    body is searched first, the parsed value only when the body may hold one."""
+    if _MAYBE_SURROGATE.search(body) is None:
+        return
+    stack: list[tuple[str, Any]] = [("the body", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            _check_text(path, item)
+        elif isinstance(item, dict):
+            for key, v in reversed(item.items()):
+                _check_text(f"a key of {path}", key)
+                stack.append((key if path == "the body" else f"{path}.{key}", v))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+
+
+def _check_text(path: str, text: str) -> None:
+    at = lone_surrogate(text)
+    if at is not None:
+        raise ApiError(400, "invalid_json", f"strings in the body must be valid Unicode, but {path} holds a lone "
+                                            f"surrogate (U+{ord(text[at]):04X}) at character {at}")
+
+
+class HeaderLimit:
+    """Refuse a request with more than ``max_headers`` header lines (431). Their bytes are bounded
+    before the app runs, by the HTTP protocol (:mod:`edgewise.serve.connections`)."""
+
+    def __init__(self, app: ASGIApp, max_headers: int) -> None:
+        self.app, self.max_headers = app, max_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        n = len(scope.get("headers") or ()) if scope["type"] == "http" else 0
+        if n > self.max_headers:
+            await error_response(431, "headers_too_large", f"a request may carry at most {self.max_headers} "
+                                 f"headers (--max-headers), but got {n}", {"Connection": "close"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -1,8 +1,9 @@
 """The endpoints: ``/v1/*`` (API key when set), the probes and ``/metrics``.
 
 Each ``/v1`` endpoint checks the request's size (chunks, characters) in the event loop, then runs
-its :mod:`edgewise.serve.work` function in a worker thread (``anyio.to_thread``) under the
-per-request deadline, and serialises the reply there too. Threads, not processes: the work is
+its :mod:`edgewise.serve.work` function in a worker thread (:mod:`edgewise.serve.admission`: a
+pool of ``--threads``, at most ``--queue`` waiting) under the per-request deadline, and serialises
+the reply there too. Threads, not processes: the work is
 short (a pack of 200 chunks is about a millisecond of CPU), a process pool would pickle every
 request and reply and hold a copy of each model per process, and the tokenizers and the ONNX
 models release the GIL. Measured (``benchmarks/serve_pool.py``, ``docs/bench/serve-pool.txt``,
@@ -10,7 +11,7 @@ models release the GIL. Measured (``benchmarks/serve_pool.py``, ``docs/bench/ser
 pool, 7.4 ms inline (which blocks the loop); with 4 requests at once the loop's worst lag was
 41 ms with threads and 14 ms with processes, short enough for probes and new connections. For more cores, run more uvicorn workers (``--workers``): the service keeps no state. A
 request past its deadline gets a 504 at once; its thread cannot be interrupted and finishes in
-the background, while the threads of new requests are bounded by ``--threads``.
+the background, holding its place in the pool, so the threads never grow past ``--threads``.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
 from . import work
 from .errors import ApiError
-from .limits import check_request, count_chars
+from .limits import check_request, check_unicode, count_chars
 from .metrics import SCOPE_KEY
 from .schemas import (
     Health,
@@ -66,6 +66,7 @@ class StrictJSONRequest(Request):
             except _NotJSON as exc:
                 text = body.decode("utf-8", errors="replace")
                 raise json.JSONDecodeError(f"{exc.args[0]} is not a JSON value", text, text.find(exc.args[0])) from None
+            check_unicode(body, self._json)  # a lone surrogate: a 400, not a reply that cannot be encoded
         return self._json
 
 
@@ -91,20 +92,19 @@ async def run(request: Request, fn: Callable[..., Any], body: Any) -> Response:
     info.update(chunks_in=len(chunks) if chunks is not None else None, chars=chars)
 
     def call() -> tuple[bytes, dict[str, Any]]:
-        result = fn(state.packer, body, config.assets)
+        result = fn(state.packer, body, state.assets)
         data = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
         return data, work.summary(result)
 
-    try:
-        with anyio.fail_after(config.timeout_s):
-            data, summary = await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=state.limiter)
+    try:  # a pool of --threads threads, --queue waiting at most (503 past it); never started past the deadline
+        data, summary = await state.admission.run(call, config.timeout_s)
     except TimeoutError:
         raise ApiError(504, "timeout", f"the request took longer than {config.timeout_s:g} s (--timeout)") from None
     info.update(summary)
     return Response(data, media_type=JSON_TYPE)
 
 
-_ERRORS = error_responses(400, 401, 403, 408, 413, 422, 504)
+_ERRORS = error_responses(400, 401, 403, 408, 413, 422, 503, 504)
 
 
 def api_router() -> APIRouter:

@@ -5,6 +5,8 @@ from an import string, so the settings travel in the environment (:meth:`ServeCo
 each worker builds the same app (:func:`edgewise.serve.app.app_from_env`); Prometheus'
 multiprocess mode gets a directory of its own unless ``PROMETHEUS_MULTIPROC_DIR`` is set, so
 ``/metrics`` adds up every worker. The access log (one JSON line per request) goes to stderr.
+The HTTP protocol (h11 or httptools, ``--http``) bounds headers, their time and the open
+connections of each process (:mod:`edgewise.serve.connections`).
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ def run(config: ServeConfig, *, log_level: str = "info") -> None:
     """Serve until interrupted."""
     import uvicorn
 
+    from .connections import protocol_path
+
     common: dict[str, Any] = {"host": config.host, "port": config.port, "access_log": False,
                               "log_level": log_level, "log_config": log_config(log_level),
-                              "timeout_graceful_shutdown": 10,
-                              "http": "edgewise.serve.nodelay:NoDelayHTTP"}  # see nodelay.py
+                              "timeout_graceful_shutdown": 10, "timeout_keep_alive": config.keep_alive_s,
+                              "h11_max_incomplete_event_size": config.max_header_bytes,
+                              "http": protocol_path(config.http)}  # see connections.py
     if config.workers == 1:
         from .app import create_app
 

@@ -15,13 +15,12 @@ directory first (:mod:`edgewise.serve.assets`), and named relative to it again i
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..options import PackOptions
 from ..packer import Packer
-from .assets import relative, resolve_options, resolve_spec
+from .assets import Assets, relative, resolve_options, resolve_spec
 from .schemas import HighlightRequest, PackRequest, PruneRequest, ScoreRequest, TokensRequest, VariantsRequest
 
 
@@ -31,20 +30,20 @@ def _query(query: str) -> str:
     return query
 
 
-def _packed_dict(packed: Any, messages_format: str, assets: Path | None) -> dict[str, Any]:
+def _packed_dict(packed: Any, messages_format: str, assets: Assets | None) -> dict[str, Any]:
     out = packed.to_dict(messages_format)
     relative(out["debug_info"], assets)
     return out
 
 
-def pack(packer: Packer, req: PackRequest, assets: Path | None) -> dict[str, Any]:
+def pack(packer: Packer, req: PackRequest, assets: Assets | None) -> dict[str, Any]:
     """``edgewise pack --format json``: ``{"prompt", "messages", "debug_info"}``."""
     PackOptions.from_dict(req.options)  # the options' own messages first, before any path is resolved
     opts = PackOptions.from_dict(resolve_options(req.options, assets))
     return _packed_dict(packer.pack(req.query, req.chunks, opts), req.messages_format, assets)
 
 
-def variants(packer: Packer, req: VariantsRequest, assets: Path | None) -> dict[str, Any]:
+def variants(packer: Packer, req: VariantsRequest, assets: Assets | None) -> dict[str, Any]:
     """``edgewise variants --format json``: one packed prompt per position of the key chunk.
 
     ``edgewise.variants`` packs with the shared default Packer, which is ``packer`` in the service.
@@ -61,7 +60,7 @@ def variants(packer: Packer, req: VariantsRequest, assets: Path | None) -> dict[
     return {name: _packed_dict(p, req.messages_format, assets) for name, p in out.items()}
 
 
-def score(packer: Packer, req: ScoreRequest, assets: Path | None) -> list[dict[str, Any]]:
+def score(packer: Packer, req: ScoreRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise score``: every chunk with its score under the scorer and its rank (1 = best)."""
     from ..chunk import normalize
     from ..score.rank import score_chunks
@@ -87,7 +86,7 @@ def _sentence_args(threshold: Any, scorer: Any) -> None:
     PackOptions(prune_scorer=scorer)  # its choices, its message
 
 
-def prune(packer: Packer, req: PruneRequest, assets: Path | None) -> list[dict[str, Any]]:
+def prune(packer: Packer, req: PruneRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise prune``: each chunk with only the sentences that help the query."""
     from ..chunk import normalize
     from ..prune import prune as run
@@ -99,7 +98,7 @@ def prune(packer: Packer, req: PruneRequest, assets: Path | None) -> list[dict[s
     return [p.apply(c).to_dict() for c, p in zip(chunks, pruned)]
 
 
-def highlight(packer: Packer, req: HighlightRequest, assets: Path | None) -> list[dict[str, Any]]:
+def highlight(packer: Packer, req: HighlightRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise highlight --format json``: ``[{"id", "spans": [...]}]`` per chunk (or the text)."""
     from ..chunk import Chunk, normalize
     from ..prune import highlight as run
@@ -113,7 +112,7 @@ def highlight(packer: Packer, req: HighlightRequest, assets: Path | None) -> lis
                                                                 scorer=req.scorer)]} for c in chunks]
 
 
-def tokens(packer: Packer, req: TokensRequest, assets: Path | None) -> dict[str, Any]:
+def tokens(packer: Packer, req: TokensRequest, assets: Assets | None) -> dict[str, Any]:
     """Count ``text`` with a tokenizer, and cut it to ``max_tokens`` when asked."""
     from ..tokens import get_tokenizer
 
