@@ -1,7 +1,7 @@
 """quicktok, the counter of a long-lived process (``TiktokenTokenizer.speed_up``), counts what
-tiktoken counts; counting switches to it once, by itself after ``switch_after`` characters or when
-asked, and stays where it was, saying why, when quicktok is missing or disagrees; a pack is the same
-byte for byte whichever counter counted it.
+tiktoken counts; counting switches to it once, when asked, and stays where it was, saying why, when
+quicktok is missing or disagrees; a pack is the same byte for byte whichever counter counted it.
+When the switch happens (never by itself, never inside a pack): ``test_counter_switch.py``.
 
 quicktok comes with the ``fast`` extra, which ``make test`` installs: these tests fail, not skip,
 without it.
@@ -37,7 +37,7 @@ _REFERENCE: dict[str, TiktokenTokenizer] = {}
 def quick(name: str) -> TiktokenTokenizer:
     """A tokenizer of ``name`` switched to quicktok (its cache off: every count is quicktok's own)."""
     if name not in _QUICK:
-        tok = TiktokenTokenizer(name, cache_chars=0, switch_after=None)
+        tok = TiktokenTokenizer(name, cache_chars=0)
         assert (tok.speed_up(), tok.counter) == (True, "quicktok"), tok.counter
         _QUICK[name] = tok
     return _QUICK[name]
@@ -46,7 +46,7 @@ def quick(name: str) -> TiktokenTokenizer:
 def reference(name: str) -> TiktokenTokenizer:
     """tiktoken alone (no rs-bpe, never switched)."""
     if name not in _REFERENCE:
-        _REFERENCE[name] = TiktokenTokenizer(name, fast=False, switch_after=None)
+        _REFERENCE[name] = TiktokenTokenizer(name, fast=False)
     return _REFERENCE[name]
 
 
@@ -77,29 +77,22 @@ def test_lone_surrogates_are_replaced_as_tiktoken_does() -> None:
         assert quick("cl100k_base").count(text) == len(reference("cl100k_base").encoding.encode_ordinary(text))
 
 
-def test_counting_switches_by_itself_past_switch_after_and_only_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    tok = TiktokenTokenizer("cl100k_base", switch_after=1_000)
-    assert tok.counter == "rs-bpe"
-    text = "word " * 150  # 751 characters with a last one: the second count passes 1,000
-    assert tok.count(text + "a") == 151 and tok.counter == "rs-bpe"
+def test_counting_switches_when_asked_and_only_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
     real = tokens._load_quick
     monkeypatch.setattr(tokens, "_load_quick", lambda name: calls.append(name) or real(name))
-    assert tok.count(text + "b") == 151 and tok.counter == "quicktok"
-    assert [tok.count(text + c) for c in "cdefg"] == [151] * 5
-    assert calls == ["cl100k_base"] and tok.speed_up() is True and calls == ["cl100k_base"]
-
-
-def test_counting_never_switches_with_switch_after_none() -> None:
-    tok = TiktokenTokenizer("o200k_base", switch_after=None)
-    assert [tok.count("word " * 1000 + c) for c in "abcdefghij"] == [1001] * 10
-    assert tok.counter == "rs-bpe"
+    tok = TiktokenTokenizer("cl100k_base")
+    text = "word " * 150
+    assert (tok.count(text + "a"), tok.counter, calls) == (151, "rs-bpe", [])
+    assert tok.speed_up() is True and (tok.counter, calls) == ("quicktok", ["cl100k_base"])
+    assert [tok.count(text + c) for c in "bcdefg"] == [151] * 6
+    assert tok.speed_up() is True and calls == ["cl100k_base"]
 
 
 def test_without_quicktok_counting_stays_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "quicktok", None)  # import quicktok raises ImportError
-    tok = TiktokenTokenizer("cl100k_base", switch_after=10)
-    assert tok.count("hello world, hello") == 4
+    tok = TiktokenTokenizer("cl100k_base")
+    assert tok.speed_up() is False and tok.count("hello world, hello") == 4
     assert tok.counter == "rs-bpe (quicktok is not installed: pip install 'edgewise[fast]')"
     assert tok.speed_up() is False and tok.count("hello there world") == 3
     monkeypatch.delitem(sys.modules, "quicktok")
@@ -119,7 +112,7 @@ class _OffByOne:
 def test_a_counter_that_disagrees_on_the_probes_is_not_adopted(monkeypatch: pytest.MonkeyPatch) -> None:
     real, _ = tokens._load_quick("cl100k_base")
     monkeypatch.setattr(tokens, "_load_quick", lambda name: (_OffByOne(real), None))
-    tok = TiktokenTokenizer("cl100k_base", switch_after=None)
+    tok = TiktokenTokenizer("cl100k_base")
     assert tok.speed_up() is False
     assert tok.counter == "rs-bpe (quicktok disagrees on '  \\r\\n\\t \\n\\n  x  ')"
     assert tok.count("a\nb") == 3
@@ -132,7 +125,7 @@ def test_an_encoding_quicktok_cannot_load_stays(monkeypatch: pytest.MonkeyPatch)
         raise ValueError(f"unknown encoding {name}")
 
     monkeypatch.setattr(quicktok, "get_encoding", refuse)
-    tok = TiktokenTokenizer("o200k_base", switch_after=None)
+    tok = TiktokenTokenizer("o200k_base")
     assert tok.speed_up() is False
     assert tok.counter == "rs-bpe (quicktok could not load o200k_base: ValueError: unknown encoding o200k_base)"
 
@@ -150,7 +143,7 @@ def test_a_pack_is_the_same_whichever_counter_counts_it() -> None:
         (q, chunks, dict(budget=b, layout=lay, order=order))
         for q, chunks in nq for b in (500, 1500) for lay, order in (("sections", "edges"), ("layered", "relevance"))]
     for name in EXACT:
-        slow, fast = TiktokenTokenizer(name, switch_after=None), quick(name)
+        slow, fast = TiktokenTokenizer(name), quick(name)
         for q, chunks, opts in cases:
             a = edgewise.pack(q, chunks, tokenizer=slow, **opts)
             b = edgewise.pack(q, chunks, tokenizer=fast, **opts)

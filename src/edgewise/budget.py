@@ -57,7 +57,8 @@ class PackCounts:
     """
 
     def __init__(self, tok: Tokenizer) -> None:
-        self.tok = tok
+        pinned = getattr(tok, "pinned", None)  # the counter this pack starts with counts all of it
+        self.tok = tok = pinned() if pinned is not None else tok
         self.name, self.estimated = tok.name, tok.estimated
         cache = getattr(tok, "_cache", None)
         self._admits = isinstance(cache, CountCache)

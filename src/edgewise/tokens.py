@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from .countcache import CountCache, split_is_clean, token_head
@@ -49,12 +48,67 @@ class Tokenizer(Protocol):
         ...
 
 
-# Characters a process counts before counting switches to quicktok. rs-bpe counts 11-30 characters
-# of fresh NQ blocks a µs on this project's 2-core machine (20 to 2,000 blocks at a time), so this
-# is 135-370 ms of counting, of the order of quicktok's load (~175 ms): switching once counting
-# has cost what the switch costs is the ski-rental rule, never much worse than the better choice
-# in hindsight (BENCHMARKS.md, "Issue 9, fifth pass: a faster counter for long-lived processes").
-FAST_COUNTER_AFTER_CHARS = 4_000_000
+@runtime_checkable
+class Counter(Protocol):
+    """An exact counting backend of one encoding: ``count`` gives the number of ids tiktoken's
+    ``encode_ordinary`` gives (special-token strings are plain text, lone surrogates replaced).
+
+    :class:`TiktokenTokenizer` counts on one of three: :class:`TiktokenCounter`,
+    :class:`RsBpeCounter` (the default, a core dependency) or :class:`QuickCounter` (the ``fast``
+    extra, after :meth:`TiktokenTokenizer.speed_up`); ``TiktokenTokenizer.counting`` is the one that
+    counts now.
+
+    >>> get_tokenizer("cl100k_base").counting.count("hello world")
+    2
+    """
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        ...
+
+
+class TiktokenCounter:
+    """Counts with tiktoken's own ``Encoding``."""
+
+    name = "tiktoken"
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))  # tiktoken replaces lone surrogates itself
+
+
+class RsBpeCounter:
+    """Counts with rs-bpe's precompiled table of the encoding (which also encodes and decodes)."""
+
+    name = "rs-bpe"
+
+    def __init__(self, bpe: Any) -> None:
+        self.bpe = bpe
+
+    def count(self, text: str) -> int:
+        try:
+            return self.bpe.count(text)  # type: ignore[no-any-return]
+        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken does
+            return self.bpe.count(_replace_surrogates(text))  # type: ignore[no-any-return]
+
+
+class QuickCounter:
+    """Counts with quicktok's encoding (``pip install 'edgewise[fast]'``)."""
+
+    name = "quicktok"
+
+    def __init__(self, quick: Any) -> None:
+        self.quick = quick
+
+    def count(self, text: str) -> int:
+        try:
+            return self.quick.count(text)  # type: ignore[no-any-return]
+        except (TypeError, UnicodeEncodeError):  # lone surrogates (no UTF-8 for them): replaced, as tiktoken does
+            return self.quick.count(_replace_surrogates(text))  # type: ignore[no-any-return]
 
 
 class TiktokenTokenizer:
@@ -68,19 +122,28 @@ class TiktokenTokenizer:
     ``Encoding``, built on first use; without rs-bpe everything runs on it.
 
     A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 1.9-2.8x faster again
-    with the same counts, but ~175 ms of CPU to load (numpy's import and its tables) against
-    rs-bpe's ~30: too slow for a one-shot ``edgewise pack``, worth it once a process has counted
-    ``switch_after`` characters (default :data:`FAST_COUNTER_AFTER_CHARS`; None: never), when
-    counting switches to it by itself; :meth:`speed_up` switches now (``edgewise serve`` does, at
-    start). ``counter`` names what counts.
+    with the same counts, but ~175 ms of CPU to load for cl100k (~400 for o200k), during which it
+    holds the GIL, so every thread of the process waits: too slow for a one-shot ``edgewise pack``.
+    Counting switches to it only when asked, at a moment the caller chooses: :meth:`speed_up`, which
+    a :class:`~edgewise.packer.Packer` calls when it is constructed (``preload``) and ``edgewise
+    serve`` at start; never by itself, so no ``pack()`` call pays the load. A pack counts with the
+    counter it started with (:meth:`pinned`), whatever another thread switches meanwhile.
+    ``counting`` is the :class:`Counter` that counts; ``counter`` names it (and, when a switch was
+    refused, why).
     """
 
     estimated = False
 
     def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True,
-                 switch_after: int | None = FAST_COUNTER_AFTER_CHARS) -> None:
+                 switch_after: int | None = None) -> None:
+        if switch_after is not None:
+            import warnings
+
+            warnings.warn(f"TiktokenTokenizer(switch_after={switch_after!r}) is ignored: counting no longer switches "
+                          "by itself inside a pack; call speed_up(), or construct a Packer, which does",
+                          DeprecationWarning, stacklevel=2)
         self.name = name
-        self.switch_after = switch_after
+        self._origin = self  # what a pinned view's speed_up and encoding act on
         self._fast = _load_fast(name) if fast else None
         self._encoding: Any = None if self._fast is not None else _load_tiktoken(name)
         self._cache = CountCache(cache_chars)
@@ -90,60 +153,72 @@ class TiktokenTokenizer:
         if self._bridges is not None:  # with its scan of many texts, which select.fit runs on skipped chunks
             self.lower_bound = WordBound(self._bridges)  # type: ignore[method-assign]
         if self._fast is not None:
-            self._base_count: Callable[[str], int] = self._fast_count
             self._decode_tokens = self._fast.bpe().decode_tokens
-        else:
-            self._base_count = lambda t: len(self._encoding.encode_ordinary(t))
-        self.counter = "rs-bpe" if self._fast is not None else "tiktoken"
-        self._counted = 0  # characters counted before a switch to quicktok is tried (see speed_up)
+        self._tried = False  # speed_up is tried once
         self._switch_lock = threading.Lock()
-        self._quick: Any = None
-        self._count_one: Callable[[str], int] = self._tallied
+        self.counting: Counter
+        self.counter: str
+        self._count_one: Callable[[str], int]
+        self._use(RsBpeCounter(self._fast) if self._fast is not None else TiktokenCounter(self._encoding))
 
-    def _tallied(self, text: str) -> int:
-        self._counted += len(text)  # (a lost update between threads only delays the switch)
-        if self.switch_after is not None and self._counted > self.switch_after:  # once: speed_up ends the tally
-            self.speed_up()
-        return self._base_count(text)
+    def _use(self, counting: Counter, why: str | None = None) -> None:
+        # one update of the instance dict (C, under the GIL): a view taken meanwhile by pinned()
+        # sees the old counter or the new one, never half of each
+        self.__dict__.update(counting=counting, counter=counting.name + (f" ({why})" if why else ""),
+                             _count_one=counting.count)  # the bound method: no frame of this tokenizer's per count
+
+    def pinned(self) -> TiktokenTokenizer:
+        """This tokenizer as it counts now: a view that shares its count cache, word bound and
+        loaded tables, and keeps counting with the counter it has now, whatever :meth:`speed_up`
+        does meanwhile. A pack takes one at its start (``edgewise.budget.PackCounts``), so a switch
+        made by another thread takes effect from the next pack, never inside one.
+
+        >>> tok = get_tokenizer("cl100k_base")
+        >>> view = tok.pinned()
+        >>> (view.count("hello world"), view.counter == tok.counter, view.name)
+        (2, True, 'cl100k_base')
+        """
+        view = object.__new__(TiktokenTokenizer)
+        view.__dict__.update(self.__dict__)  # one C-level copy: a consistent counter
+        return view
 
     def speed_up(self) -> bool:
         """Count on quicktok from now on, when it is installed (``pip install 'edgewise[fast]'``)
-        and counts this encoding; True when it does. Tried once: where quicktok is missing, lacks
-        the encoding or disagrees with this tokenizer on a probe of tricky texts, counting stays as
-        it was and ``counter`` says why. Ids (``encode``, ``truncate``) stay on rs-bpe/tiktoken."""
+        and counts this encoding; True when it does. The load (~175 ms for cl100k, ~400 ms for
+        o200k) runs here, in the caller, holding the GIL: call it at a moment of your choosing, before
+        serving (a ``Packer`` does at construction). Packs already running keep their counter.
+        Tried once: where quicktok is missing, lacks the encoding or disagrees with this tokenizer
+        on a probe of tricky texts, counting stays as it was and ``counter`` says why. Ids
+        (``encode``, ``truncate``) stay on rs-bpe/tiktoken."""
+        origin = self._origin
+        if origin is not self:
+            return origin.speed_up()
         with self._switch_lock:
-            if self._quick is not None:
+            if isinstance(self.counting, QuickCounter):
                 return True
-            if self._counted < 0:  # tried before, and stayed
+            if self._tried:
                 return False
-            self._counted = -1
+            self._tried = True
             quick, why = _load_quick(self.name)
             if quick is not None:
-                wrong = [p for p in _PROBES if _quick_count(quick, p) != self._base_count(p)]
+                candidate = QuickCounter(quick)
+                wrong = [p for p in _PROBES if candidate.count(p) != self.counting.count(p)]
                 why = f"quicktok disagrees on {wrong[0]!r}" if wrong else None
             if why is not None:
-                self.counter += f" ({why})"
-                self._count_one = self._base_count
+                self._use(self.counting, why)
                 return False
-            self._quick = quick
-            self.counter = "quicktok"
-            self._count_one = partial(_quick_count, quick)  # no frame of this tokenizer's per count
+            self._use(candidate)
             return True
 
     @property
     def encoding(self) -> Any:
         """tiktoken's ``Encoding`` for this name (built on first use when rs-bpe does the counting)."""
-        if self._encoding is None:
+        origin = self._origin  # built once, for the tokenizer and all its views
+        if origin._encoding is None:
             with _lock:
-                if self._encoding is None:
-                    self._encoding = _load_tiktoken(self.name)
-        return self._encoding
-
-    def _fast_count(self, text: str) -> int:
-        try:
-            return self._fast.count(text)
-        except UnicodeEncodeError:  # lone surrogates: replaced, as tiktoken does
-            return self._fast.count(_replace_surrogates(text))
+                if origin._encoding is None:
+                    origin._encoding = _load_tiktoken(self.name)
+        return origin._encoding
 
     def encode(self, text: str) -> list[int]:
         if self._fast is None:
@@ -240,13 +315,6 @@ def _load_quick(name: str) -> tuple[Any, str | None]:
         return quicktok.get_encoding(name), None
     except Exception as exc:  # noqa: BLE001 - any failure to load leaves counting as it was, said in .counter
         return None, f"quicktok could not load {name}: {type(exc).__name__}: {exc}"
-
-
-def _quick_count(quick: Any, text: str) -> int:
-    try:
-        return quick.count(text)  # type: ignore[no-any-return]
-    except (TypeError, UnicodeEncodeError):  # lone surrogates (no UTF-8 for them): replaced, as tiktoken does
-        return quick.count(_replace_surrogates(text))  # type: ignore[no-any-return]
 
 
 def _load_fast(name: str) -> Any:
