@@ -258,3 +258,27 @@ def response_events(body: dict) -> list[dict]:
         {"type": "response.completed", "response": response_object(body, "completed", text)},
     ]
     return [{**e, "sequence_number": i} for i, e in enumerate(events)]
+
+
+def start_proxy(tmp, upstream_url: str, *extra: str, env: dict[str, str] | None = None):
+    """``edgewise serve --upstream URL`` on a free loopback port: ``(process, base URL)``; stop it with
+    :func:`tests.servers.stop`."""
+    import sys
+
+    from .servers import free_port, start
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "edgewise", "serve", "--host", "127.0.0.1", "--port", str(port),
+           "--upstream", upstream_url, *extra]
+    env = {"EDGEWISE_API_KEY": "", "EDGEWISE_UPSTREAM_API_KEY": "", **(env or {})}
+    return start(cmd, f"http://127.0.0.1:{port}/healthz", tmp / f"edgewise-{port}.log", timeout=60, env=env), \
+        f"http://127.0.0.1:{port}"
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB, from ``/proc/PID/status`` (Linux)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
