@@ -26,7 +26,6 @@ from urllib.parse import unquote
 import anyio
 from fastapi import Request
 from fastapi.responses import Response
-from fastapi.routing import APIRoute
 
 from .errors import ApiError, error_response
 from .readbody import refuse_field
@@ -68,13 +67,12 @@ def upstream_path(request: Request) -> str:
 
 
 def _own_methods(request: Request) -> set[str] | None:
-    """The methods of edgewise's own route at this path (``/v1/pack``...), None when it has none."""
-    path = request.url.path.rstrip("/")
-    methods: set[str] | None = None
-    for route in request.app.routes:
-        if isinstance(route, APIRoute) and route.path == path and "proxy" not in (route.tags or []):
-            methods = (methods or set()) | set(route.methods or ())
-    return methods
+    """The methods of edgewise's own route at this path (``/v1/pack``...), None when it has none
+    (read from the app's OpenAPI schema, which lists every route but the forwarded ones)."""
+    operations = request.app.openapi().get("paths", {}).get(request.url.path.rstrip("/"))
+    if not operations or any("proxy" in (op.get("tags") or []) for op in operations.values()):
+        return None
+    return {method.upper() for method in operations}
 
 
 async def forward(upstream: Any, request: Request) -> Response:
