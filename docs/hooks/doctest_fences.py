@@ -1,9 +1,10 @@
 """A Griffe extension for the API reference: docstrings written for doctest and Sphinx read as Markdown.
 
-edgewise's docstrings hold doctest examples (``>>>`` lines and their output) and Sphinx roles
-(``:func:`edgewise.pack```). Markdown would show the first as nested block quotes and the second
-with its role name; this extension, listed in ``mkdocs.yml``, fences each example as a ``pycon``
-code block and turns each role into inline code before mkdocstrings renders the docstring. The
+edgewise's docstrings hold doctest examples (``>>>`` lines and their output), Sphinx roles
+(``:func:`edgewise.pack```) and reST literal blocks (``text::``). Markdown would show the first as
+nested block quotes and the others with their markup; this extension, listed in ``mkdocs.yml``,
+fences each example as a ``pycon`` code block, turns each role into inline code and each ``::``
+into ``:`` before mkdocstrings renders the docstring. The
 source docstrings stay as they are, so ``pytest --doctest-modules`` still runs them.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import griffe
 
+LITERAL = re.compile(r"(?<=\S)::$", re.M)  # reST's "text::" before an indented block reads "text:"
 ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|data|mod|exc|obj|const):`~?([^`]+)`")
 FENCE = "```"
 
@@ -46,8 +48,9 @@ def fence_examples(text: str) -> str:
 
 
 def to_markdown(text: str) -> str:
-    """A docstring's text with its doctest examples fenced and its Sphinx roles as inline code."""
-    return fence_examples(ROLE.sub(_role, text))
+    """A docstring's text with its doctest examples fenced, its Sphinx roles as inline code and its
+    reST literal-block markers (``text::``) as plain colons."""
+    return fence_examples(LITERAL.sub(":", ROLE.sub(_role, text)))
 
 
 class DoctestFences(griffe.Extension):
