@@ -34,3 +34,14 @@ def test_counter_switch_benchmark_tiny_run(capsys: pytest.CaptureFixture[str]) -
     assert background["switch"].startswith("calls ") and background["switch"].endswith(" (another thread loads)")
     first = int(background["switch"].split()[1].split("-")[0])
     assert 4 <= first <= 10 and first <= background["switch call"] and background["its ms"] > 0
+
+
+def test_benchmarks_md_quotes_the_committed_run() -> None:
+    """The table of BENCHMARKS.md's "When counting switches to quicktok" is the medians table of
+    docs/bench/counter-switch.txt, as printed."""
+    raw = (ROOT / "docs" / "bench" / "counter-switch.txt").read_text(encoding="utf-8")
+    medians = raw.split("Median over the rounds:\n\n")[1].strip()
+    section = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8").split("## When counting switches to quicktok\n")[1]
+    quoted = "\n".join(line for line in section.split("\n\n- **before**")[0].splitlines() if line.startswith("|"))
+    assert quoted == medians
+    assert "docs/bench/counter-switch.txt" in section and "5 rounds" in raw and "5 rounds" in section
