@@ -6,7 +6,8 @@ The pages' blocks follow README.md's conventions (tests/test_readme.py): ``conso
 block after them for what they print, and shown output may skip lines with ``...``. A console
 command ending in `` &`` starts a server in the background: it must answer ``/healthz`` before the
 next command runs, and it is stopped when the block ends. Every block runs in a scratch folder laid
-out like a checkout, with a free port in place of the pages' 8000.
+out like a checkout, with a free port in place of the pages' 8000. Console blocks (a process per
+command) and blocks that load a model or start a pool are in ``make test``, not in the fast tier.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ MORE_NEEDS = [
     ("--engine ray", "slow", ("ray",), "ray"),
     ("edgewise retrieve", "models", ("lancedb", "onnxruntime"), "index"),
     ("eval run", "slow", ("llama_cpp",), "eval"),
+    ("index_paths", "models", ("lancedb", "onnxruntime"), "index"),
+    ("edgewise.batch", "slow", ("pyarrow",), "ray"),  # a process pool: seconds
 ]
 
 
@@ -54,7 +57,9 @@ def block_needs(block: Block) -> list[tuple[str | None, tuple[str, ...], str]]:
 
 
 def _param(page: str, block: Block):
-    marks = [getattr(pytest.mark, m) for m in dict.fromkeys(m for m, _, _ in block_needs(block) if m)]
+    # a console block starts a process per command (a second or more each): make test runs them, the fast tier does not
+    slow = ["slow"] if block.kind == "console" else []
+    marks = [getattr(pytest.mark, m) for m in dict.fromkeys(slow + [m for m, _, _ in block_needs(block) if m])]
     return pytest.param(page, block, id=f"{page}:{block.line}-{block.kind}", marks=marks)
 
 
@@ -155,6 +160,14 @@ def test_every_guide_is_in_the_site():
     assert sorted(listed) == on_disk
 
 
+def test_the_reference_holds_every_public_name():
+    """Each name of ``edgewise.__all__`` has its entry, by its public path, on the reference's first page."""
+    import edgewise
+
+    shown = re.findall(r"^::: edgewise\.(\w+)$", (DOCS / "reference" / "api.md").read_text(encoding="utf-8"), re.M)
+    assert sorted(shown) == sorted(edgewise.__all__)
+
+
 def test_every_pip_install_names_real_extras():
     """The pages install from a checkout or the git URL (edgewise is not on PyPI), with extras that
     exist; the install page's table has a row for every extra."""
@@ -224,6 +237,9 @@ def test_the_site_builds_strictly_with_every_page(site):
     pages = sorted("." if p == "index.md" else p[:-3] for p in (
         p.relative_to(DOCS).as_posix() for p in DOCS.glob("**/*.md") if p.relative_to(DOCS).parts[0] not in ("bench", "eval")))
     assert built == pages
+    fetched = {m for p in site.glob("**/*.html") for m in re.findall(
+        r'<(?:script|link|img)\b[^>]*\b(?:src|href)="(https?://[^"]+)"', p.read_text(encoding="utf-8"))}
+    assert fetched == set(), "the site must read offline: no web fonts, scripts or images from the network"
 
 
 @pytest.mark.slow
