@@ -57,8 +57,8 @@ def embedding(text: str) -> list[float]:
 class FakeOpenAI(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), Handler)
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -77,6 +77,7 @@ class FakeOpenAI(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no wait for a delayed ACK between them
     server: FakeOpenAI
 
     def log_message(self, *args: object) -> None:  # quiet

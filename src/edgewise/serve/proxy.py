@@ -78,8 +78,13 @@ class Upstream:
 
             self.open_streams = Gauge("edgewise_proxy_open_streams", "upstream event streams being relayed now",
                                       registry=metrics.registry, multiprocess_mode="livesum")
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.upstream_timeout_s),
-                                        limits=httpx.Limits(max_connections=256, max_keepalive_connections=32))
+        import socket
+
+        # TCP_NODELAY: a request and a reply go out in several writes; with Nagle's algorithm on, a
+        # write waits for the ACK of the one before (the same delay edgewise.serve.nodelay removes)
+        limits = httpx.Limits(max_connections=256, max_keepalive_connections=32)
+        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.upstream_timeout_s), transport=transport)
         try:
             yield
         finally:
