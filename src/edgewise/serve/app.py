@@ -31,7 +31,7 @@ from .. import __version__
 from ..errors import ConfigError
 from ..options import PackOptions
 from ..packer import default_packer
-from . import connections, errors, routes
+from . import connections, errors, routes, warmup
 from .admission import Admission
 from .assets import Assets, resolve_spec
 from .auth import require_key
@@ -100,6 +100,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         load_models(config.models_file)
     app.state.capabilities = capabilities(config)  # loads the plugins once, here
+    await warmup.run(app)  # each endpoint once, so no client's request pays a first-time cost
     threading.Thread(target=_warm, args=(app, scorers), name="edgewise-preload", daemon=True).start()
     try:
         yield

@@ -24,7 +24,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
-from . import work
+from . import codec, work
 from .errors import ApiError
 from .limits import check_request, check_unicode, count_chars
 from .metrics import SCOPE_KEY
@@ -44,6 +44,7 @@ from .schemas import (
 )
 
 JSON_TYPE = "application/json"
+CHARS_KEY = "edgewise.chars"  # scope key: the text fields' characters, counted while orjson's parse was walked
 
 
 class _NotJSON(ValueError):
@@ -61,6 +62,10 @@ class StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
+            fast = codec.read(body)  # orjson, where it reads the same values (no lone surrogate gets past it)
+            if fast is not None:
+                self._json, self.scope[CHARS_KEY] = fast
+                return self._json
             try:
                 self._json = json.loads(body, parse_constant=_no_constant)
             except _NotJSON as exc:
@@ -85,15 +90,18 @@ async def run(request: Request, fn: Callable[..., Any], body: Any) -> Response:
     state = request.app.state
     config = state.config
     chunks = getattr(body, "chunks", None)
-    texts = [getattr(body, name, None) for name in ("query", "chunks", "text", "options")]
-    chars = count_chars(texts)
+    chars = request.scope.get(CHARS_KEY)  # counted as the body was read, when orjson read it
+    if chars is None:
+        chars = count_chars([getattr(body, name, None) for name in codec.TEXT_FIELDS])
     check_request(chunks, chars, max_chunks=config.max_chunks, max_chars=config.max_chars)
     info = request.scope.setdefault(SCOPE_KEY, {})
     info.update(chunks_in=len(chunks) if chunks is not None else None, chars=chars)
 
+    fast = CHARS_KEY in request.scope  # orjson read the body: it may write the reply
+
     def call() -> tuple[bytes, dict[str, Any]]:
         result = fn(state.packer, body, state.assets)
-        data = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        data = codec.write(result, fast=fast)
         return data, work.summary(result)
 
     try:  # a pool of --threads threads, --queue waiting at most (503 past it); never started past the deadline
