@@ -8,7 +8,7 @@ published schema: ``response.created``, ``response.in_progress``, ``response.out
 ``response.content_part.added``, ``response.output_text.delta``..., ``response.output_text.done``,
 ``response.content_part.done``, ``response.output_item.done``, ``response.completed``), and for the
 memory tests replies of any size made on the fly (``GET /v1/blobs/{bytes}``, a chat completion with
-model ``big-{bytes}``). ``POST``/``PUT`` to ``/v1/uploads`` count and hash the body as it arrives.
+model ``big-{bytes}``), and a slow answer (``GET /v1/sleep/{seconds}``). ``POST``/``PUT`` to ``/v1/uploads`` count and hash the body as it arrives.
 
 Every request is recorded in ``seen``: ``(method, path with query, headers, body)``.
 """
@@ -20,6 +20,7 @@ import hashlib
 import json
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -146,6 +147,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] == "/v1/models":
             self._json({"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "fake"}]},
                        headers=[("x-upstream", "fake"), ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
+        elif self.path.startswith("/v1/sleep/"):  # answers after that many seconds
+            time.sleep(float(self.path.rsplit("/", 1)[1]))
+            self._json({"slept": True})
         elif self.path.startswith("/v1/blobs/"):
             size = int(self.path.rsplit("/", 1)[1])
             self._sized(size, "application/octet-stream", blob_chunks(size))

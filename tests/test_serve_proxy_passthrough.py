@@ -34,7 +34,8 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def proxy(upstream, tmp_path_factory):
-    proc, base = start_proxy(tmp_path_factory.mktemp("proxy"), upstream.url, "--max-body-bytes", "65536")
+    proc, base = start_proxy(tmp_path_factory.mktemp("proxy"), upstream.url, "--max-body-bytes", "65536",
+                             "--upstream-timeout", "2")
     yield base
     stop(proc)
 
@@ -129,6 +130,14 @@ def test_the_body_limit_applies_to_forwarded_paths(proxy, upstream):
                   headers={"content-type": "application/octet-stream"})  # streamed, no length: cut at the limit
     assert (r.status_code, r.json()["error"]["type"]) == (413, "edgewise_body_too_large")
     assert [s for s in upstream.seen[n:] if s[1] != "/v1/uploads"] == []
+
+
+def test_the_upstream_timeout_applies_to_forwarded_paths(proxy):
+    r = httpx.get(proxy + "/v1/sleep/4", timeout=10)
+    assert (r.status_code, r.json()) == (504, {"error": {"type": "edgewise_upstream_timeout", "message":
+                                                         "the upstream did not answer within upstream_timeout_s=2 "
+                                                         "seconds (ReadTimeout)"}})
+    assert httpx.get(proxy + "/v1/sleep/0.1", timeout=10).json() == {"slept": True}
 
 
 def test_forwarded_requests_are_counted_in_the_metrics(proxy):
