@@ -3,8 +3,15 @@
 Each file is keyed by its resolved path and hashed (SHA-256 of its bytes): a file whose hash the
 store already holds is skipped, a changed file's chunks are replaced, and the chunks of a file that
 is gone from a folder being indexed are removed. Files are known by their absolute path (symlinks
-kept, as the user sees them). A file that cannot be read is reported (one line,
-the file and the reason) and every other file is still indexed.
+kept, as the user sees them). Only regular files are read, each within ``max_file_bytes`` (a FIFO, a
+device, a socket or a symlink to one is never opened, a larger file is never read). A file that
+cannot be read is reported (one line, the file and the reason) and every other file is still indexed.
+
+One run writes to a store at a time (:class:`~edgewise.index.lock.WriteLock`): a second waits up to
+``lock_timeout`` seconds for the first to finish. Each run first checks the store
+(:meth:`~edgewise.index.lance.LanceStore.audit`): a file whose chunks are doubled or out of step with
+its record is repaired (its chunks written again from the file, or removed if it is gone), and a
+store whose files cannot be read stops the run with the command that rebuilds it.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checks import check_int
 from ..errors import InputError
 from ..tokens import get_tokenizer
 from .chunking import check_sizes, split_text
 from .lance import open_store
-from .readers import SUFFIXES, kind_of, read_document
+from .lock import WriteLock
+from .readers import MAX_BYTES, SUFFIXES, check_file, kind_of, parse_document, read_pieces
 from .store import FORMAT, Row, Settings, Store
 
 EMBED_BATCH = 64
@@ -37,23 +46,28 @@ class Report:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    repaired: list[tuple[str, str]] = field(default_factory=list)  # (path, what was wrong and what was done)
     chunks: int = 0
     total_chunks: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged, "removed": self.removed,
-                "failed": [{"path": p, "reason": r} for p, r in self.failed], "chunks_written": self.chunks,
+                "failed": [{"path": p, "reason": r} for p, r in self.failed],
+                "repaired": [{"path": p, "reason": r} for p, r in self.repaired], "chunks_written": self.chunks,
                 "chunks_in_store": self.total_chunks}
 
     def summary(self) -> str:
+        repaired = f", {len(self.repaired)} repaired" if self.repaired else ""
         return (f"indexed {len(self.added)} new and {len(self.updated)} changed files ({self.chunks} chunks); "
-                f"{len(self.unchanged)} unchanged, {len(self.removed)} removed, {len(self.failed)} failed; "
+                f"{len(self.unchanged)} unchanged, {len(self.removed)} removed{repaired}, {len(self.failed)} failed; "
                 f"{self.total_chunks} chunks in the store")
 
 
-def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], list[tuple[str, str]]]:
+def find_files(paths: Sequence[str | Path], max_bytes: int = MAX_BYTES) -> tuple[list[Path], list[Path],
+                                                                                list[tuple[str, str]]]:
     """Files to index under ``paths`` (folders walked, hidden entries skipped), the folders walked,
-    and the paths that cannot be indexed with the reason."""
+    and the paths that cannot be indexed with the reason (a file of a kind edgewise reads that is
+    not a regular file, or is larger than ``max_bytes``, among them: checked, not opened)."""
     files: list[Path] = []
     roots: list[Path] = []
     bad: list[tuple[str, str]] = []
@@ -64,15 +78,25 @@ def find_files(paths: Sequence[str | Path]) -> tuple[list[Path], list[Path], lis
             found = sorted(f for f in _walk(p) if kind_of(f))
             if not found:
                 bad.append((str(p), f"no {'/'.join(sorted(set(SUFFIXES)))} files in this folder"))
-            files.extend(_absolute(f) for f in found)
-        elif p.is_file():
+            for f in found:
+                _add_checked(f, files, bad, max_bytes)
+        elif os.path.exists(p):
             if kind_of(p) is None:
                 bad.append((str(p), f"unsupported file type {p.suffix or '(none)'!r}"))
             else:
-                files.append(_absolute(p))
+                _add_checked(p, files, bad, max_bytes)
         else:
             bad.append((str(p), "no such file or folder"))
     return list(dict.fromkeys(files)), roots, bad
+
+
+def _add_checked(path: Path, files: list[Path], bad: list[tuple[str, str]], max_bytes: int) -> None:
+    try:
+        check_file(path, max_bytes)
+    except InputError as exc:
+        bad.append((str(path), str(exc).removeprefix(f"{path}: ")))
+        return
+    files.append(_absolute(path))
 
 
 def _absolute(path: Path) -> Path:
@@ -88,35 +112,76 @@ def _walk(root: Path) -> Iterable[Path]:
                 yield Path(base) / name
 
 
-def file_hash(path: Path) -> str:
+def file_hash(path: Path, max_bytes: int = MAX_BYTES) -> str:
+    """SHA-256 of a regular file's bytes, read a piece at a time (an :class:`InputError` past ``max_bytes``)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    for piece in read_pieces(path, max_bytes):
+        h.update(piece)
     return h.hexdigest()
 
 
 def index_paths(
     paths: Sequence[str | Path], store: str | Path, *, tokenizer: str = "cl100k_base", chunk_tokens: int = 256,
     overlap_tokens: int = 32, rebuild: bool = False, progress: bool = False,
-    embed: Callable[[list[str]], Any] | None = None,
+    embed: Callable[[list[str]], Any] | None = None, max_file_bytes: int = MAX_BYTES, lock_timeout: float = 600.0,
+    on_wait: Callable[[dict[str, Any]], None] | None = None,
 ) -> Report:
-    """Index the files under ``paths`` into ``store`` (a folder, or a server URL); see the module doc."""
+    """Index the files under ``paths`` into ``store`` (a folder, or a server URL); see the module doc.
+    ``on_wait`` is called once, with the holder's details, if the run has to wait for another's lock."""
     check_sizes(chunk_tokens, overlap_tokens)
+    check_int("max_file_bytes", max_file_bytes, minimum=1)
     if not paths:
         raise InputError("paths must name at least one file or folder, but got none")
     tok = get_tokenizer(tokenizer)
     settings = Settings(FORMAT, tok.name, chunk_tokens, overlap_tokens)
-    db = open_store(store, settings=settings, create=True, rebuild=rebuild)
-    files, roots, failed = find_files(paths)
-    report = Report(failed=list(failed))
+    with WriteLock(store, timeout=lock_timeout, on_wait=on_wait):
+        db = open_store(store, settings=settings, create=True, rebuild=rebuild)
+        files, roots, failed = find_files(paths, max_file_bytes)
+        report = Report(failed=list(failed))
+        damaged = _repair(db, files, report, max_file_bytes)
+        todo, known = _changed(db, files, roots, report, max_file_bytes)
+        _write(db, todo, known, damaged, report, tok, chunk_tokens, overlap_tokens, embed or default_embed(), progress,
+               max_file_bytes)
+        if report.chunks or report.removed or report.repaired:
+            db.finish()
+        report.total_chunks = db.count()
+    return report
+
+
+def _repair(db: Store, files: list[Path], report: Report, max_bytes: int) -> set[str]:
+    """Remove the chunks of every file the store holds wrongly (:meth:`audit`); those still readable
+    are added to ``files``, to be written again. Returns their paths."""
+    damaged = db.audit()
+    if not damaged:
+        return set()
+    db.delete_sources(sorted(damaged))
+    listed = {str(f) for f in files}
+    for source, why in sorted(damaged.items()):
+        if source not in listed:
+            try:
+                if kind_of(Path(source)) is None:
+                    raise InputError(f"{source}: unsupported file type")
+                check_file(source, max_bytes)
+            except InputError as exc:
+                gone = str(exc).removeprefix(f"{source}: ")
+                report.repaired.append((source, f"{why}; its chunks were removed ({gone})"))
+                continue
+            files.append(Path(source))
+        report.repaired.append((source, f"{why}; its chunks were removed, to be written again from the file"))
+    return set(damaged)
+
+
+def _changed(db: Store, files: list[Path], roots: list[Path], report: Report,
+             max_bytes: int) -> tuple[list[tuple[Path, str]], dict[str, str]]:
+    """The files whose content the store does not hold (with their hash), and what it holds;
+    unchanged and gone files reported."""
     known = db.sources()
     todo: list[tuple[Path, str]] = []
     for f in files:
         try:
-            digest = file_hash(f)
-        except OSError as exc:
-            report.failed.append((str(f), f"cannot read the file ({exc.strerror or exc})"))
+            digest = file_hash(f, max_bytes)
+        except InputError as exc:
+            report.failed.append((str(f), str(exc).removeprefix(f"{f}: ")))
             continue
         if known.get(str(f)) == digest:
             report.unchanged.append(str(f))
@@ -126,7 +191,13 @@ def index_paths(
     if gone:
         db.delete_sources(gone)
         report.removed.extend(gone)
-    embed = embed or default_embed()
+    return todo, known
+
+
+def _write(db: Store, todo: list[tuple[Path, str]], known: dict[str, str], damaged: set[str], report: Report,
+           tok: Any, size: int, overlap: int, embed: Callable[[list[str]], Any], progress: bool,
+           max_bytes: int) -> None:
+    """Read, chunk, embed and write ``todo``, :data:`WRITE_ROWS` chunks at a time."""
     bar = _bar(len(todo), progress)
     pending: list[tuple[str, str, list[Row]]] = []  # read and chunked, not yet embedded and written
 
@@ -141,25 +212,22 @@ def index_paths(
         pending.clear()
 
     try:
-        for f, digest in todo:
+        for f, _ in todo:
             try:
-                rows = _rows(f, digest, tok, chunk_tokens, overlap_tokens)
+                digest, rows = _rows(f, tok, size, overlap, max_bytes)
             except InputError as exc:
                 report.failed.append((str(f), str(exc).removeprefix(f"{f}: ")))
                 bar.update(1)
                 continue
             pending.append((str(f), digest, rows))
-            (report.updated if str(f) in known else report.added).append(str(f))
+            if str(f) not in damaged:
+                (report.updated if str(f) in known else report.added).append(str(f))
             report.chunks += len(rows)
             if sum(len(group) for _, _, group in pending) >= WRITE_ROWS:
                 flush()
         flush()
     finally:
         bar.close()
-    if report.chunks or report.removed:
-        db.finish()
-    report.total_chunks = db.count()
-    return report
 
 
 def _under(source: str, root: Path) -> bool:
@@ -170,13 +238,18 @@ def _under(source: str, root: Path) -> bool:
         return False
 
 
-def _rows(path: Path, digest: str, tok: Any, size: int, overlap: int) -> list[Row]:
-    doc = read_document(path)
+def _rows(path: Path, tok: Any, size: int, overlap: int, max_bytes: int) -> tuple[str, list[Row]]:
+    """The file's hash and chunks, from one read of its bytes (a file changed since it was hashed
+    is stored as read now)."""
+    data = b"".join(read_pieces(path, max_bytes))
+    digest = hashlib.sha256(data).hexdigest()
+    doc = parse_document(path, data)
+    del data
     pieces = split_text(doc.text, tok, size=size, overlap=overlap)
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.stem).strip("-")[:40] or "doc"
-    return [Row(id=f"{slug}-{digest[:6]}:{n}", source=str(path), title=doc.title, start=p.start, end=p.end,
-                page=doc.page_at(p.start), text=p.text, tokens=p.tokens, sha256=digest)
-            for n, p in enumerate(pieces)]
+    return digest, [Row(id=f"{slug}-{digest[:6]}:{n}", source=str(path), title=doc.title, start=p.start, end=p.end,
+                        page=doc.page_at(p.start), text=p.text, tokens=p.tokens, sha256=digest)
+                    for n, p in enumerate(pieces)]
 
 
 def default_embed() -> Callable[[list[str]], Any]:

@@ -18,6 +18,8 @@ document; consecutive chunks cover the whole text.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..checks import check_int
@@ -43,25 +45,62 @@ def check_sizes(size: int, overlap: int) -> None:
         raise InputError(f"overlap_tokens must be smaller than chunk_tokens ({size}), but got {overlap}")
 
 
+BLOCK_CHARS = 1 << 20  # sentences are split a block of text at a time: work and memory stay linear in the text
+_NONSPACE = re.compile(r"\S")
+
+
+def _sentence_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Sentences of ``text`` as (start, end), split at most :data:`BLOCK_CHARS` characters at a time.
+
+    A block ends at its last paragraph break, else its last whitespace, else at the limit; its last
+    sentence (which may run on) starts the next block, unless it is the block's only one.
+    """
+    pos, n = 0, len(text)
+    while pos < n:
+        end = n
+        if n - pos > BLOCK_CHARS:
+            limit = pos + BLOCK_CHARS
+            end = text.rfind("\n\n", pos + BLOCK_CHARS // 2, limit)
+            if end == -1:
+                end = max(text.rfind(" ", pos + BLOCK_CHARS // 2, limit), text.rfind("\n", pos + BLOCK_CHARS // 2, limit))
+            end = limit if end == -1 else end + 1
+        spans = split_sentences(text[pos:end])
+        if end < n and len(spans) > 1:
+            end = pos + spans.pop().start
+        for s in spans:
+            yield pos + s.start, pos + s.end
+        pos = end
+
+
+def _cut(text: str, start: int, end: int, tok: Tokenizer, size: int) -> Iterator[tuple[int, int, int]]:
+    """``text[start:end]`` (one sentence) cut at token boundaries into pieces of at most ``size`` tokens,
+    each cut made in a window a few times the last piece's length (never the whole rest of the text)."""
+    width = 8 * (size + 1)
+    pos = start
+    while pos < end:
+        window = text[pos:min(end, pos + width)]
+        head = tok.truncate(window, size)
+        if len(head) == len(window) and pos + width < end:  # the window holds no more than size tokens
+            width *= 2
+            continue
+        head = head or window[:1]  # one character over the budget (it cannot be at size >= 4, but never loop)
+        piece = head.rstrip()
+        if piece:
+            yield pos, pos + len(piece), tok.count(piece)
+        nxt = _NONSPACE.search(text, pos + len(head), end)
+        pos = nxt.start() if nxt else end
+        width = max(8 * (size + 1), 2 * len(head))
+
+
 def _units(text: str, tok: Tokenizer, size: int) -> list[tuple[int, int, int]]:
     """Sentences as (start, end, tokens), with any sentence over ``size`` cut into token-bounded pieces."""
     out = []
-    for s in split_sentences(text):
-        n = tok.count(s.text)
+    for start, end in _sentence_spans(text):
+        n = tok.count(text[start:end]) if end - start <= 32 * size else size + 1  # a long one is cut, not counted whole
         if n <= size:
-            out.append((s.start, s.end, n))
-            continue
-        start, rest = s.start, s.text
-        while rest:
-            head = tok.truncate(rest, size)
-            if not head:  # one character is over the budget (it cannot be at size >= 4, but never loop)
-                head = rest[:1]
-            cut = len(head)
-            stripped = rest[:cut].rstrip()
-            if stripped:
-                out.append((start, start + len(stripped), tok.count(stripped)))
-            lead = len(rest[cut:]) - len(rest[cut:].lstrip())
-            start, rest = start + cut + lead, rest[cut:].lstrip()
+            out.append((start, end, n))
+        else:
+            out.extend(_cut(text, start, end, tok, size))
     return out
 
 

@@ -11,17 +11,25 @@ The location is a folder; or ``http(s)://HOST:PORT``, a Lance REST namespace ser
 runs); or a URI LanceDB opens: ``s3://``, ``gs://``, ``az://`` object storage (for data that outgrows
 one disk; endpoint and credentials from the usual ``AWS_*`` variables) or ``db://`` LanceDB
 Cloud/Enterprise (``LANCEDB_API_KEY``; not tested here: it is a hosted service).
+
+A store that cannot be read (a data file emptied or cut short) is a :class:`StoreDamaged` error,
+one line naming the damaged file where it can be found and the command that rebuilds the store;
+:meth:`LanceStore.audit` finds files whose chunks are doubled or out of step with their record.
+Lance keeps no checksums: bytes overwritten in place, the file's length unchanged, read as they are.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError, missing_extra
+from ..errors import ConfigError, EdgewiseError, InputError, missing_extra
 from .store import DIM, FORMAT, Row, Settings, check_settings
 
 CHUNKS, FILES, SETTINGS = "chunks", "files", "settings"
@@ -40,6 +48,56 @@ def _lancedb() -> Any:
     except ImportError:
         raise missing_extra("edgewise index", "lancedb", "index") from None
     return lancedb
+
+
+class StoreDamaged(ConfigError):
+    """The store's files cannot be read: it must be rebuilt from the documents."""
+
+
+def damaged(location: str, exc: BaseException) -> StoreDamaged:
+    """The one-line error for a store that failed to read, naming the damaged file when it can."""
+    message = re.sub(r",? */rustc/\S+", "", str(exc)).strip()[:200]
+    return StoreDamaged(f"the store at {location} is damaged ({_find_damage(location)}; {type(exc).__name__}: "
+                        f"{message}): rebuild it from your files with: edgewise index PATH... --store {location} --rebuild")
+
+
+def _find_damage(location: str) -> str:
+    """Which file of a local store is damaged: an empty one, else (with ``pylance``) the data file
+    of the first fragment that fails to read; else which table failed is unknown."""
+    if is_url(location):
+        return "a file of the store cannot be read"
+    root = Path(location)
+    tables = [root / f"{name}.lance" for name in (CHUNKS, FILES, SETTINGS)]
+    for table in tables:
+        for f in sorted(table.rglob("*")) if table.is_dir() else ():
+            if f.is_file() and f.stat().st_size == 0 and "_transactions" not in f.parts:
+                return f"file {f} is empty"
+    try:
+        import lance
+    except ImportError:
+        return "a file of the store cannot be read"
+    for table in tables:
+        try:
+            for fragment in lance.dataset(str(table)).get_fragments():
+                try:
+                    fragment.to_table(columns=["source"] if table.name != f"{SETTINGS}.lance" else ["json"])
+                except Exception:  # noqa: BLE001 - any failure names this fragment's files
+                    return "file " + ", ".join(str(table / "data" / d.path) for d in fragment.data_files()) + \
+                        " cannot be read"
+        except Exception:  # noqa: BLE001 - the table itself cannot be opened
+            return f"table {table} cannot be opened"
+    return "a file of the store cannot be read"
+
+
+@contextmanager
+def _reading(location: str) -> Iterator[None]:
+    """Turn a failure of LanceDB to read the store into :class:`StoreDamaged`."""
+    try:
+        yield
+    except EdgewiseError:
+        raise
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise damaged(location, exc) from None
 
 
 def _quote(value: str) -> str:
@@ -108,18 +166,51 @@ class LanceStore:
                 raise ConfigError("a new store needs its settings")
             _create(db, settings)
             return cls(loc, db, settings)
-        found = _read_settings(db, loc)
+        with _reading(loc):
+            found = _read_settings(db, loc)
         check_settings(loc, found, settings)
         try:
             return cls(loc, db, found)
-        except (OSError, RuntimeError, ValueError) as exc:  # e.g. a Lance file format newer than this lancedb
-            raise ConfigError(f"store {loc!r} cannot be read by lancedb {lancedb.__version__} ({str(exc)[:200]}); "
-                              "install the lancedb that wrote it, or re-index with --rebuild") from None
+        except (OSError, RuntimeError, ValueError) as exc:  # damaged, or a Lance format newer than this lancedb
+            raise damaged(loc, exc) from None
 
     # -- writing ------------------------------------------------------------------------------
 
     def sources(self) -> dict[str, str]:
-        return {r["source"]: r["sha256"] for r in self._files.search().select(["source", "sha256"]).limit(None).to_list()}
+        with _reading(self.location):
+            rows = self._files.search().select(["source", "sha256"]).limit(None).to_list()
+        return {r["source"]: r["sha256"] for r in rows}
+
+    def audit(self) -> dict[str, str]:
+        """Files whose chunks are not exactly what their record says, with why: chunks stored twice
+        (two writers at once, before writers took the store's lock), chunks of another version or
+        without a record (a run stopped between its writes), a record held twice. Reading every
+        chunk's id also reads every data file: a damaged one raises :class:`StoreDamaged`."""
+        with _reading(self.location):
+            records = self._files.search().select(["source", "sha256", "chunks"]).limit(None).to_arrow().to_pylist()
+            chunks = self._chunks.search().select(["id", "source", "sha256"]).limit(None).to_arrow()
+        ids, sources, hashes = (chunks.column(c).to_pylist() for c in ("id", "source", "sha256"))
+        bad: dict[str, str] = {}
+        seen = {r["source"]: r for r in records}
+        copies = Counter(ids)
+        stored: Counter[str] = Counter(sources)
+        doubled = Counter(s for i, s in zip(ids, sources) if copies[i] > 1)
+        for src, sha in zip(sources, hashes):
+            if src in bad:
+                continue
+            if src not in seen:
+                bad[src] = "chunks are stored without a record of the file"
+            elif doubled[src]:
+                bad[src] = f"{doubled[src]} chunk rows share an id with another (chunks stored twice)"
+            elif sha != seen[src]["sha256"]:
+                bad[src] = "chunks of another version of the file are stored"
+        for src, k in Counter(r["source"] for r in records).items():
+            if k > 1:
+                bad.setdefault(src, "the file is recorded more than once")
+        for src, r in seen.items():
+            if src not in bad and stored[src] != r["chunks"]:
+                bad[src] = f"{stored[src]} chunks are stored, but the record says {r['chunks']}"
+        return bad
 
     def replace_sources(self, files: Sequence[tuple[str, str, Sequence[Row]]]) -> None:
         """Make each ``(source, sha256, rows)``'s rows the chunks of its file, in one write per table
@@ -130,19 +221,25 @@ class LanceStore:
         # leaves chunks whose file row is missing, and they must not be doubled
         self.delete_sources([s for s, _, _ in files])
         rows = [r for _, _, group in files for r in group]
-        if rows:
-            self._chunks.add(_arrow(rows))
-        self._files.add([{"source": s, "sha256": h, "chunks": len(group)} for s, h, group in files])
+        with _reading(self.location):
+            if rows:
+                self._chunks.add(_arrow(rows))
+            self._files.add([{"source": s, "sha256": h, "chunks": len(group)} for s, h, group in files])
 
     def delete_sources(self, sources: Sequence[str]) -> None:
         for i in range(0, len(sources), 500):  # one filter per 500 paths keeps the SQL small
             where = f"source IN ({', '.join(_quote(s) for s in sources[i:i + 500])})"
-            self._chunks.delete(where)
-            self._files.delete(where)
+            with _reading(self.location):
+                self._chunks.delete(where)
+                self._files.delete(where)
 
     def finish(self) -> None:
         """After a batch of writes: rebuild the full-text index (and the ANN index past ANN_ROWS),
         and compact the tables' fragments."""
+        with _reading(self.location):
+            self._finish()
+
+    def _finish(self) -> None:
         from lancedb.index import FTS
 
         n = self._chunks.count_rows()
@@ -159,27 +256,31 @@ class LanceStore:
                 pass
 
     def count(self) -> int:
-        return self._chunks.count_rows()
+        with _reading(self.location):
+            return int(self._chunks.count_rows())
 
     # -- reading ------------------------------------------------------------------------------
 
     def dense(self, vector: Any, k: int) -> list[str]:
         q = self._chunks.search(list(map(float, vector)), vector_column_name="vector").distance_type("cosine")
-        return [r["id"] for r in q.limit(k).select(["id", "_distance"]).to_list()]
+        with _reading(self.location):
+            return [r["id"] for r in q.limit(k).select(["id", "_distance"]).to_list()]
 
     def lexical(self, query: str, k: int) -> list[str]:
         from lancedb.query import MatchQuery
 
-        if not query.strip() or not self._chunks.count_rows():
+        if not query.strip() or not self.count():
             return []
         q = self._chunks.search(MatchQuery(query, "text"), query_type="fts")
-        return [r["id"] for r in q.limit(k).select(["id", "_score"]).to_list()]
+        with _reading(self.location):
+            return [r["id"] for r in q.limit(k).select(["id", "_score"]).to_list()]
 
     def get(self, ids: Sequence[str]) -> list[Row]:
         if not ids:
             return []
         where = f"id IN ({', '.join(_quote(i) for i in ids)})"
-        found = self._chunks.search().where(where).select(list(_FIELDS)).limit(len(ids)).to_list()
+        with _reading(self.location):
+            found = self._chunks.search().where(where).select(list(_FIELDS)).limit(len(ids)).to_list()
         return [Row(**{f: r[f] for f in _FIELDS}) for r in found]
 
 
@@ -239,4 +340,4 @@ def open_store(location: str | Path, *, settings: Settings | None = None, create
     return LanceStore.open(location, settings=settings, create=create, rebuild=rebuild)
 
 
-__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "is_url", "open_store"]
+__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "StoreDamaged", "is_url", "open_store"]

@@ -79,6 +79,10 @@ class Store(Protocol):
 
     def delete_sources(self, sources: Sequence[str]) -> None: ...
 
+    def audit(self) -> dict[str, str]:
+        """Every file whose stored chunks are not exactly what its record says, with the reason."""
+        ...
+
     def count(self) -> int: ...
 
     def dense(self, vector: Any, k: int) -> list[str]:
