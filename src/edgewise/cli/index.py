@@ -15,16 +15,25 @@ from .io import dumps, text_arg, write_out
 from .lazy import command
 
 MODES = ("hybrid", "dense", "bm25")
+MAX_FILE_BYTES = 200 * 1024 * 1024  # edgewise.index.readers.MAX_BYTES, without importing the index here
 ASK_DEFAULTS = {"prune": 0.3}  # retrieved chunks carry whole passages: keep the sentences that bear on the question
 
 
 def cmd_index(a: argparse.Namespace) -> None:
     from ..errors import InputError
     from ..index.build import index_paths
+    from ..index.lock import describe
+
+    def waiting(holder: dict[str, Any]) -> None:
+        print(f"edgewise: waiting up to {a.lock_timeout:g} s for another edgewise index writing to {a.store} "
+              f"({describe(holder)})", file=sys.stderr)
 
     report = index_paths(a.paths, a.store, tokenizer=a.tokenizer, chunk_tokens=a.chunk_tokens,
                          overlap_tokens=a.overlap_tokens, rebuild=a.rebuild,
-                         progress=not a.quiet and sys.stderr.isatty())
+                         progress=not a.quiet and sys.stderr.isatty(), max_file_bytes=a.max_file_bytes,
+                         lock_timeout=a.lock_timeout, on_wait=waiting)
+    for path, reason in report.repaired:
+        print(f"edgewise: repaired {path}: {reason}", file=sys.stderr)
     for path, reason in report.failed:
         print(f"edgewise: skipped {path}: {reason}", file=sys.stderr)
     if a.format == "json":
@@ -140,7 +149,12 @@ def _index_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", "-t", default="cl100k_base", help="chunk sizes are counted in its tokens")
     p.add_argument("--chunk-tokens", type=int, default=256, metavar="N", help="chunk size (default 256)")
     p.add_argument("--overlap-tokens", type=int, default=32, metavar="N", help="overlap between chunks (default 32)")
-    p.add_argument("--rebuild", action="store_true", help="drop the store's contents and index everything again")
+    p.add_argument("--rebuild", action="store_true",
+                   help="drop the store's contents and index everything again (also the fix for a damaged store)")
+    p.add_argument("--max-file-bytes", type=int, default=MAX_FILE_BYTES, metavar="N",
+                   help=f"skip (and report) files larger than this (default {MAX_FILE_BYTES:,}, 200 MiB)")
+    p.add_argument("--lock-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="how long to wait while another edgewise index writes to the store (default 600; 0: stop at once)")
     p.add_argument("--format", "-f", default="text", choices=("text", "json"), help="json: the report on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_index)
