@@ -153,7 +153,7 @@ def test_retrieve_prints_the_packed_prompt_with_the_pack_options(built):
     assert len(debug["chunks"]) == 5 and {c["outcome"] for c in debug["chunks"]} <= {"placed", "truncated", "dropped"}
     assert debug["order"][0] == debug["chunks"][0]["id"]  # the best hit sits first (edges)
     assert "thirty Years" in out["prompt"]
-    assert debug["pruned"], "ask and retrieve prune by default (0.3)"
+    assert debug["pruned"], "ask and retrieve prune by default (edgewise.cli.index.ASK_DEFAULTS)"
 
 
 @pytest.fixture(scope="module")
