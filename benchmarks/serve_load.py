@@ -76,12 +76,14 @@ def inputs(path: Path, n_chunks: int, pool: int, seed: int) -> list[dict[str, An
 
 
 class Server:
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, pythonpath: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "edgewise", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--workers", str(workers), "--log-level", "warning"]
         env = {k: v for k, v in os.environ.items() if k != "EDGEWISE_API_KEY"}
+        if pythonpath:  # another checkout's src: its edgewise is the one imported
+            env["PYTHONPATH"] = pythonpath
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)  # the access log: JSON lines
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=env)
         self.read = 0

@@ -179,3 +179,33 @@ def test_integers_past_64_bits_keep_their_value_through_the_server(tmp_path):
                                                  "options": {"budget": -9223372036854775809}})
         assert (bad.status_code, bad.json()["error"]["message"]) == (
             422, "budget must be > 0, but got -9223372036854775809")
+
+
+# -- the benchmarks, tiny (structure only, never timings) -------------------------------------------
+
+def _bench(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", root / "benchmarks" / f"{name}.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    return bench, str(root / "tests" / "data")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "head"), [
+    ("serve_overhead", "| chunks | pack ms | pack+json ms | pack+orjson ms | server ms | server / pack | "
+                       "server / pack+json | server / pack+orjson |"),
+    ("serve_first", "| server | chunks | starts | first ms (median of starts) | others ms (median) | first / others | "
+                    "worst first / others |"),
+])
+def test_serve_benchmarks_tiny_run(capsys, name, head):
+    bench, data = _bench(name)
+    assert bench.main(["--tiny", "--data", data]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[0] == head
+    assert [row.split(" | ")[0 if name == "serve_overhead" else 1].strip("| ") for row in table[1:]] == ["20"]

@@ -1,0 +1,101 @@
+"""The first ``/v1/pack`` after ``edgewise serve`` starts, against the requests that follow it.
+
+For each chunk count (default 20 and 200 chunks of ~150 cl100k tokens, budget 4,000) and each of
+``--starts`` starts (default 5), the script starts ``edgewise serve --host 127.0.0.1`` (one worker)
+from this checkout and, with ``--baseline-src DIR``, from another checkout's ``src`` too (the
+alternative, e.g. before a change), one after the other; waits for ``/healthz``; then sends
+``--requests`` (default 30) ``POST /v1/pack`` one at a time over a kept-alive connection. Every
+request carries texts the server has not seen (NQ passage windows drawn with a seed of their own),
+so each one counts its chunks afresh and the first differs from the others only by what the process
+does once. Reported per server and chunk count: the server's own time (``duration_ms`` of its access
+log) of the first request and the median of the others, each the median over the starts, and
+their ratio; the worst first-request ratio over the starts too.
+
+    .venv/bin/python benchmarks/serve_first.py [--starts 5] [--requests 30] [--sizes 20,200]
+        [--budget 4000] [--data FILE|DIR] [--baseline-src DIR] [--tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_load import Server, inputs  # noqa: E402
+
+import edgewise  # noqa: E402
+from edgewise.eval.data import data_path  # noqa: E402
+
+
+def one_start(server: Server, bodies: list[bytes]) -> list[float]:
+    """The server's ms for each body, sent one at a time (the first right after /healthz answered)."""
+    nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    with httpx.Client(timeout=60, transport=nodelay) as client:
+        for body in bodies:
+            r = client.post(server.url + "/v1/pack", content=body, headers={"content-type": "application/json"})
+            if r.status_code != 200:
+                raise SystemExit(f"{server.url} answered {r.status_code}: {r.text[:300]}")
+    deadline = time.monotonic() + 10
+    while True:  # the access log's last line is written once the reply has gone
+        server.read = 0
+        got = server.durations()
+        if len(got) >= len(bodies) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--starts", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=30)
+    ap.add_argument("--sizes", default="20,200")
+    ap.add_argument("--budget", type=int, default=4000)
+    ap.add_argument("--data", help="the NQ file or its folder (default: $EDGEWISE_DATA, ../shared/data)")
+    ap.add_argument("--baseline-src", help="another checkout's src folder: its server is started the same way")
+    ap.add_argument("--tiny", action="store_true", help="1 start, 4 requests, 20 chunks (a smoke test)")
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.starts, args.requests, args.sizes = 1, 4, "20"
+    sizes = [int(x) for x in args.sizes.split(",")]
+    path = data_path("nq-open-oracle-dev.jsonl.gz", args.data)
+    variants = {"server": None, **({"baseline": args.baseline_src} if args.baseline_src else {})}
+    print(f"edgewise {edgewise.__version__}; Python {sys.version.split()[0]}; {os.cpu_count()} CPUs (shared with "
+          f"other jobs); budget {args.budget}; {args.starts} starts x {args.requests} requests per server and size, "
+          f"texts never sent before; load average {os.getloadavg()[0]:.2f} before")
+    rows = []
+    for n in sizes:
+        runs: dict[str, list[list[float]]] = {v: [] for v in variants}
+        for k in range(args.starts):
+            pool = inputs(path, n, args.requests, seed=1000 * n + k)
+            bodies = [json.dumps({**p, "options": {"budget": args.budget}}).encode() for p in pool]
+            for name, src in variants.items():  # both servers get the same texts, each fresh to it
+                server = Server(1, pythonpath=src)
+                try:
+                    runs[name].append(one_start(server, bodies))
+                finally:
+                    server.stop()
+        rows += [(n, name, r) for name, r in runs.items()]
+    print()
+    print("| server | chunks | starts | first ms (median of starts) | others ms (median) | first / others | "
+          "worst first / others |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for n, name, runs_ in rows:
+        firsts = [r[0] for r in runs_]
+        others = [statistics.median(r[1:]) for r in runs_]
+        worst = max(f / o for f, o in zip(firsts, others))
+        first, other = statistics.median(firsts), statistics.median(others)
+        print(f"| {name} | {n} | {len(runs_)} | {first:.2f} | {other:.2f} | {first / other:.2f}× | {worst:.2f}× |")
+    print(f"\nload average {os.getloadavg()[0]:.2f} after")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
