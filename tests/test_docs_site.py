@@ -245,7 +245,8 @@ def test_the_site_builds_strictly_with_every_page(site):
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "phrases"), [
     ("reference/api", ["edgewise.pack", "Pack chunks for query into at most budget tokens of prompt.",
-                       "edgewise.Packer", "edgewise.PackOptions", "edgewise.EdgewiseError"]),
+                       "edgewise.Packer", "edgewise.PackOptions", "edgewise.EdgewiseError",
+                       "summary_tokens --summary-tokens integer ≥ 1 60 cap of an automatic summary"]),
     ("reference/orders", ["edgewise.order", "ORDERS", "register_order"]),
     ("reference/integrations", ["edgewise.integrations.haystack.EdgewiseRanker",
                                 "edgewise.integrations.langchain.EdgewiseReorder",
