@@ -40,6 +40,7 @@ from typing import Any
 from ..checks import check_bool, check_int, check_number
 from ..errors import BudgetError, ConfigError, InputError
 from ..options import DEFAULT_TOKENIZER, PackOptions
+from .chatformat import TEXT_PARTS, ChatFormat, chat_format, message_tokens, text_of
 
 FIELD = "edgewise"
 MARK = "edgewise_documents"
@@ -47,36 +48,6 @@ SYSTEM_ROLES = ("system", "developer")
 DEFAULT_REPLY_TOKENS = 512
 PROXY_KEYS = ("documents", "context_window", "history_share", "reply_tokens", "chat_format", "debug")
 PACK_KEYS = tuple(name for name in PackOptions.names() if name != "model")  # the request's model is the model
-TEXT_PARTS = ("text", "input_text", "output_text")  # chat completions' text parts; the Responses API's
-
-
-@dataclass(frozen=True)
-class ChatFormat:
-    """The per-message cost rule of a chat format (see the module docstring)."""
-
-    name: str
-    per_message: int
-    per_name: int
-    reply: int
-
-
-CHAT_FORMATS = {
-    "openai": ChatFormat("openai", 3, 1, 3),  # OpenAI's cookbook, gpt-3.5-turbo-0613 onwards
-    "gemma": ChatFormat("gemma", 4, 0, 4),  # <start_of_turn>role\n...<end_of_turn>\n; <bos> <start_of_turn>model\n
-}
-
-
-def chat_format(value: Any) -> ChatFormat:
-    """A named rule (``openai``, ``gemma``) or ``{"per_message", "per_name", "reply"}``."""
-    if isinstance(value, str):
-        if value not in CHAT_FORMATS:
-            raise ConfigError(f"unknown chat_format {value!r}; choose one of: {', '.join(CHAT_FORMATS)}")
-        return CHAT_FORMATS[value]
-    if not isinstance(value, Mapping) or set(value) != {"per_message", "per_name", "reply"}:
-        raise InputError("chat_format must be a name or an object with exactly per_message, per_name and reply, "
-                         f"but got {value!r}")
-    n = {k: check_int(f"chat_format.{k}", value[k], minimum=0) for k in ("per_message", "per_name", "reply")}
-    return ChatFormat("custom", n["per_message"], n["per_name"], n["reply"])
 
 
 @dataclass
@@ -190,36 +161,6 @@ def _marked_options(message: Mapping[str, Any]) -> Any:
     except ValueError as e:
         raise InputError(f"the content of the message named {MARK!r} must be JSON (a documents list or an "
                          f"object with documents), but it does not parse: {e}") from None
-
-
-def text_of(content: Any) -> tuple[str, int]:
-    """The text of a message's content (a string, or its text parts joined by newlines: ``text``, and the
-    Responses API's ``input_text`` and ``output_text``) and how many other parts (images, audio, files)
-    it has: those are not counted."""
-    if content is None:
-        return "", 0
-    if isinstance(content, str):
-        return content, 0
-    if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS
-                 and isinstance(p.get("text"), str)]
-        return "\n".join(texts), len(content) - len(texts)
-    raise InputError(f"message content must be a string or a list of parts, but got {type(content).__name__}")
-
-
-def message_tokens(message: Mapping[str, Any], count: Callable[[str], int], fmt: ChatFormat) -> int:
-    """Tokens one message costs by the rule: string fields counted, other fields as compact JSON."""
-    n = fmt.per_message
-    for key, value in message.items():
-        if key == "content":
-            n += count(text_of(value)[0])
-        elif isinstance(value, str):
-            n += count(value)
-        elif value is not None:
-            n += count(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
-        if key == "name":
-            n += fmt.per_name
-    return n
 
 
 # -- the plan ------------------------------------------------------------------------------------

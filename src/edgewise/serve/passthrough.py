@@ -27,6 +27,7 @@ import anyio
 from fastapi import Request
 from fastapi.responses import Response
 
+from .disconnect import unless_gone
 from .errors import ApiError, error_response
 from .readbody import refuse_field
 
@@ -77,8 +78,6 @@ def _own_methods(request: Request) -> set[str] | None:
 
 async def forward(upstream: Any, request: Request) -> Response:
     """Forward the request as it came; relay the answer as it comes."""
-    from .proxy import unless_gone
-
     own = _own_methods(request)
     if own is not None:
         allowed = ", ".join(sorted(own))

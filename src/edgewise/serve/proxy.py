@@ -39,6 +39,7 @@ from fastapi.responses import Response
 
 from ..errors import EdgewiseError
 from .conversation import prepare
+from .disconnect import unless_gone
 from .errors import error_response
 from .readbody import read_json
 from .responses import prepare_response
@@ -207,36 +208,6 @@ class Upstream:
         streams = upstream.headers.get("content-type", "").startswith("text/event-stream")
         return Relay(upstream, reply_headers(upstream, extra), self.open_streams if streams else None,
                      prefix=prefix, chunks=chunks)
-
-
-async def unless_gone(request: Request, call: Any, after: Any = None) -> Any:
-    """Await ``call`` unless the client disconnects first (then cancel it: its upstream connection
-    closes, and ``None`` is returned). The disconnect is watched for once the request body has been
-    read (``after``: an event set when a body streamed through is done); exceptions of ``call``
-    are raised as they are."""
-    result: list[Any] = []
-    error: list[BaseException] = []
-    async with anyio.create_task_group() as group:
-        async def run() -> None:
-            try:
-                result.append(await call)
-            except Exception as e:  # noqa: BLE001 - raised below, outside the task group
-                error.append(e)
-            group.cancel_scope.cancel()
-
-        async def watch() -> None:
-            if after is not None:
-                await after.wait()
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            log.info("client went away before the upstream answered: cancelling the upstream call")
-            group.cancel_scope.cancel()
-
-        group.start_soon(run)
-        group.start_soon(watch)
-    if error:
-        raise error[0]
-    return result[0] if result else None
 
 
 async def _read_upto(chunks: AsyncIterator[bytes], limit: int, timeout: float) -> tuple[bytes, bool, Response | None]:
