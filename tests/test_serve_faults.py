@@ -204,17 +204,19 @@ def test_rate_limit_comes_back_as_sent(proxy, upstream):
     assert (r.status_code, r.content) == (429, RATE_LIMITED)
     assert (r.headers["retry-after"], r.headers["x-ratelimit-remaining-requests"]) == ("7", "0")
     assert "x-edgewise-prompt-tokens" in r.headers
+    assert "x-edgewise-error" not in r.headers  # the model's error, not edgewise's: relayed unmarked
     assert len(upstream.seen) == n + 1  # a 429 is the upstream's answer: never retried by the proxy
 
 
 def test_upstream_5xx_comes_back_as_sent(proxy):
     r = httpx.post(proxy + "/v1/chat/completions", json=chat("failing"), timeout=10)
     assert (r.status_code, r.content, r.headers["content-type"]) == (503, b"upstream overloaded", "text/plain")
+    assert "x-edgewise-error" not in r.headers
 
 
 def test_slow_upstream_is_a_504(proxy):
     r = httpx.post(proxy + "/v1/chat/completions", json=chat("slow", edgewise=DOCS), timeout=10)
-    assert r.status_code == 504
+    assert (r.status_code, r.headers["x-edgewise-error"]) == (504, "1")  # edgewise's own: marked
     assert r.json() == {"error": {"type": "edgewise_upstream_timeout", "message":
                                   "the upstream did not answer within upstream_timeout_s=1 seconds (ReadTimeout)"}}
 

@@ -87,9 +87,20 @@ def _stamp(path: str, what: str) -> tuple[int, int]:
 
 
 def _read(path: str, what: str) -> str:
+    """The text of a regular file: opened without blocking (a FIFO would block forever), checked on
+    the open descriptor, read in bounded pieces up to the size it had when opened."""
+    import stat
+
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | getattr(os, "O_NONBLOCK", 0))) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ConfigError(f"{what} {path!r} must be a regular file, but it is not (a FIFO, a device or a directory)")
+            pieces, left = [], st.st_size
+            while left > 0 and (piece := f.read(min(left, 1 << 20))):
+                pieces.append(piece)
+                left -= len(piece)
+            data = b"".join(pieces)
     except OSError as exc:
         raise ConfigError(f"{what} {path!r} could not be read: {exc.strerror}") from None
     try:

@@ -43,6 +43,7 @@ from .errors import ERROR_HEADER, error_body
 from .nodelay import set_nodelay
 
 log = logging.getLogger("edgewise.serve")
+LINGER_S = 1.0  # an error's connection stays open this long after the reply (a "lingering close")
 FD_RESERVE = 64  # descriptors kept for everything that is not a connection (logs, models, the listener)
 
 
@@ -102,6 +103,7 @@ class _Guard:
         set_nodelay(transport)
         super().connection_made(transport)  # type: ignore[misc]
         self._head_bytes, self._heads, self._timer, self._since = 0, 0, None, self.loop.time()
+        self._refused = False
         self._arm()  # a connection that never sends its request is closed at the header deadline
         _make_room(self)
 
@@ -132,7 +134,7 @@ class _Guard:
 
     def _head_late(self) -> None:
         self._timer = None
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._refused:
             return
         if not self.idle():  # a pipelined request waits for the one being answered: not the client's delay
             self._arm()
@@ -145,16 +147,25 @@ class _Guard:
             self.transport.close()
 
     def _refuse(self, status: int, type: str, message: str) -> None:
+        """Answer with an error and close, reading nothing more. The close waits a moment after the
+        reply: closing with unread bytes resets the connection, and the client would lose the reply."""
         self._disarm()
-        if not self.transport.is_closing():
-            self.transport.write(raw_error(status, type, message))
-            self.transport.close()
+        if self.transport.is_closing() or self._refused:
+            return
+        self._refused = True
+        self.transport.pause_reading()
+        self.transport.write(raw_error(status, type, message))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_S, self.transport.close)
 
     def _too_large(self) -> None:
         self._refuse(431, "headers_too_large", f"the request line and headers may be at most "
                                                f"{LIMITS.max_header_bytes} bytes (--max-header-bytes)")
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:  # bytes that were on their way when the error was sent
+            return
         if self._in_head():
             if self._timer is None:  # the first byte of a request on a kept-alive connection
                 self._arm()
@@ -163,7 +174,7 @@ class _Guard:
                 head, data, heads = data[:room], data[room:], self._heads
                 self._head_bytes += len(head)
                 self._feed(head)
-                if self.transport.is_closing():
+                if self.transport.is_closing() or self._refused:
                     return
                 if self._heads == heads:  # the headers did not end within the limit
                     self._too_large()
