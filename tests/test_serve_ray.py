@@ -1,9 +1,9 @@
 """``edgewise serve --ray``: the service as a Ray Serve deployment, on a local Ray instance.
 
 ``python -m edgewise serve --ray --replicas 1`` runs on a free loopback port (it starts its own Ray
-instance, 2 CPUs on the test machine), is waited for on /healthz (bounded), answered over HTTP and
-compared whole with the library and with the plain app; then SIGTERM must take Serve and Ray down,
-leaving no process it started. The option checks need no Ray.
+instance, 2 CPUs on the test machine, with HAProxy in front of the replica), is waited for on
+/healthz (bounded), answered over HTTP and compared whole with the library and with the plain app;
+then SIGTERM must take Serve, HAProxy and Ray down, leaving no process it started. The option checks need no Ray.
 """
 
 from __future__ import annotations
@@ -122,9 +122,37 @@ def test_replies_on_ray_serve_equal_the_plain_apps(ray_server):
             assert (path, got.status_code, got.json()) == (path, want.status_code, want.json())
 
 
+def _listener(port: int) -> int | None:
+    """The pid of the process listening on 127.0.0.1:``port`` (Linux /proc), or None."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # 127.0.0.1, LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                    return int(proc.name)
+            except OSError:
+                continue
+    return None
+
+
+@pytest.mark.slow
+def test_the_local_instance_serves_through_haproxy(ray_server):
+    """HAProxy listens on --port and forwards to the replica's own HTTP server (not Ray Serve's proxy actor)."""
+    pid = _listener(int(ray_server["url"].rsplit(":", 1)[1]))
+    assert pid is not None
+    assert Path(f"/proc/{pid}/comm").read_text().strip() == "haproxy"
+    ray_server["haproxy"] = pid  # HAProxy is not under the server's process tree: the SIGTERM test checks it too
+    log = ray_server["log"].read_text(errors="replace")
+    assert f"edgewise: serving on {ray_server['url']} (Ray Serve, 1 replica, HAProxy ingress); Ctrl-C stops" in log
+
+
 @pytest.mark.slow
 def test_sigterm_stops_ray_serve_and_ray_leaving_no_process(ray_server):
-    proc, children = ray_server["proc"], ray_server["children"]
+    proc, children = ray_server["proc"], ray_server["children"] | {ray_server.get("haproxy")} - {None}
     assert len(children) >= 4  # Ray's own processes and the replica ran under the server
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(90) is not None
@@ -160,6 +188,24 @@ def test_bad_replica_options_are_refused(args, message):
     with pytest.raises(ConfigError) as err:
         scaling(*args)
     assert str(err.value) == message
+
+
+def test_haproxy_settings_for_a_local_instance_keep_what_the_user_set(tmp_path):
+    from edgewise.serve.ray_serve import haproxy_env
+
+    env = haproxy_env({}, tmp_path)
+    stats = env.pop("RAY_SERVE_HAPROXY_STATS_PORT")
+    assert 0 < int(stats) < 65536
+    assert env == {"RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_HAPROXY_METRICS_ENABLED": "0",
+                   "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2",
+                   "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": f"{tmp_path}/haproxy.cfg",
+                   "RAY_SERVE_HAPROXY_SOCKET_PATH": f"{tmp_path}/admin.sock",
+                   "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": str(tmp_path),
+                   "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": f"{tmp_path}/server-state",
+                   "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": f"{tmp_path}/metrics.sock"}
+    assert haproxy_env({"RAY_SERVE_ENABLE_HA_PROXY": "0"}, tmp_path) == {}  # Ray Serve's proxy, as asked
+    mine = haproxy_env({"RAY_SERVE_ENABLE_HA_PROXY": "1", "RAY_SERVE_HAPROXY_STATS_PORT": "9999"}, tmp_path)
+    assert ("RAY_SERVE_ENABLE_HA_PROXY" in mine, "RAY_SERVE_HAPROXY_STATS_PORT" in mine) == (False, False)
 
 
 def test_ray_flags_without_ray_are_refused(capsys):
