@@ -142,3 +142,44 @@ def test_any_row_is_packed_or_an_error_cell_and_never_stops_the_job(tmp_path_fac
             assert packed_dict(got) == edgewise.pack(row["query"], row["chunks"], JOB, **row.get("options", {})).to_dict()
         else:
             assert got["error"].split(":")[0].isidentifier()
+
+
+# JSON texts of rows: odd numbers (long, huge, tiny, negative zero), escapes, nesting, keys twice
+_json_number = st.one_of(st.integers(min_value=-(10**30), max_value=10**30).map(str),
+                         st.sampled_from(["1e999", "-1e400", "1.5e-400", "-0", "-0.0", "1E5", "NaN", "Infinity",
+                                          "18446744073709551616", "9223372036854775808", "0.1e1", "1" * 400]))
+_json_string = st.one_of(st.text(max_size=6).map(lambda t: json.dumps(t, ensure_ascii=bool(len(t) % 2))),
+                         st.sampled_from(['"\\ud800"', '"\\udfff x"', '"\\ud83d\\ude00"', '"a\\u0000b"']))
+_json_value = st.recursive(st.one_of(_json_number, _json_string, st.sampled_from(["true", "null"])),
+                           lambda inner: st.one_of(st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]"),
+                                                   st.lists(st.tuples(_json_string, inner), max_size=3).map(
+                                                       lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")),
+                           max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields=st.lists(st.tuples(st.sampled_from(['"query"', '"chunks"', '"id"', '"options"', '"query"']), _json_value),
+                       max_size=4), deep=st.integers(min_value=0, max_value=60))
+def test_the_fast_row_reader_reads_what_the_strict_reader_reads(fields, deep):
+    """orjson's fast path gives the strict reader's value, or leaves the line to it (never another value)."""
+    from edgewise.batch.units import _parse, fast_row
+    from edgewise.textio import decode
+
+    body = ",".join(f"{k}:{v}" for k, v in fields)
+    if deep:
+        body += (',' if body else '') + '"meta":' + "[" * deep + "]" * deep
+    raw = ("{" + body + "}\n").encode("utf-8", "surrogatepass")
+    fast = fast_row(raw)
+    try:
+        strict = pack_row_parse(decode(raw, "x"))
+    except edgewise.EdgewiseError as exc:
+        strict = exc
+    if fast is not None:
+        assert not isinstance(strict, Exception) and json.dumps(fast) == json.dumps(strict) and fast == strict
+    assert (type(_parse(raw, "x")).__name__ == "LineError") == isinstance(strict, Exception)
+
+
+def pack_row_parse(text):
+    from edgewise.batch.rows import parse_line
+
+    return parse_line(text, "x")

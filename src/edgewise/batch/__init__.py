@@ -2,7 +2,9 @@
 
 One output row per input row, in one schema (:func:`edgewise.batch.rows.schema`): ``index``,
 ``id``, the prompt, its messages, the debug info as typed columns, and ``error`` (a row that
-cannot be packed is reported there, never dropped, and the job goes on). Two engines run the
+cannot be packed, or holds a value Parquet cannot store, is reported there, never dropped, and the
+job goes on). The result appears whole or not at all, and a job that stopped is finished with
+``resume=True`` (:mod:`edgewise.batch.job`). Two engines run the
 same per-row code: Ray Data (``engine="ray"``, :mod:`edgewise.batch.ray_data`, on a cluster or
 a local Ray instance) and a plain process pool (``engine="local"``). ``auto`` takes Ray when given
 a cluster address and the pool otherwise: on one machine the pool was faster at every size

@@ -4,8 +4,11 @@ A worker holds one :class:`~edgewise.packer.Packer` (tokenizer and scorer models
 packs a unit at a time (:func:`pack_unit`). Before packing a unit, the texts its rows need embedded
 by the job's embedding scorer (``dense``, ``hybrid``...) go through the model in one call, so the
 ONNX runs see full batches across rows; each row's pack then finds its vectors in the cache.
-:func:`run_local` runs the units on a pool of ``concurrency`` processes (in this process for 1)
-and writes one Parquet file, rows in input order.
+:func:`run_local` runs the units a job has not written yet on a pool of ``concurrency`` processes
+(in this process for 1), each unit into its own file of the job's folder, then joins them into one
+Parquet file, rows in input order (:mod:`edgewise.batch.job`). The pool's workers end with the
+process that started them (:mod:`edgewise.batch.lifeline`); Ctrl-C or SIGTERM stop them and say
+how to resume.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from ..errors import EdgewiseError, InputError
 from .job import RESUME_HINT, Job, write_unit
 from .rows import error_row, pack_row, read_row, to_table
-from .units import LineError, read_unit
+from .units import LineError, iter_unit
 
 
 @dataclass
@@ -69,13 +72,39 @@ def warm(packer: Any, rows: Sequence[tuple[int, Any, bool]]) -> int:
     return len(texts)
 
 
+#: rows turned into Arrow at a time: a worker holds this many packed rows as Python objects, not a unit's
+ARROW_BATCH = 32
+
+
 def pack_unit(packer: Any, unit: dict[str, Any], *, chunk_records: bool = False) -> Any:
-    """Read and pack one unit: an Arrow table of its output rows, in input order."""
-    rows = read_unit(unit)
-    warm(packer, [r for r in rows if not isinstance(r[1], LineError)])
-    return to_table(error_row(index, str(index), obj.message) if isinstance(obj, LineError)
-                    else pack_row(packer, index, obj, from_arrow=from_arrow, chunk_records=chunk_records)
-                    for index, obj, from_arrow in rows)
+    """Read and pack one unit: an Arrow table of its output rows, in input order.
+
+    Rows are read, packed and turned into Arrow a few at a time (:data:`ARROW_BATCH`), so the
+    Python objects alive at once stay few (a unit's worth of them made the garbage collector's
+    passes cost more than the packing). With an embedding scorer the unit is read whole first, so
+    its texts go through the model in one call (:func:`warm`).
+    """
+    import pyarrow as pa
+
+    rows: Any = iter_unit(unit)
+    if _embeds(packer):
+        rows = list(rows)
+        warm(packer, [r for r in rows if not isinstance(r[1], LineError)])
+    tables, pending = [], []
+    for index, obj, from_arrow in rows:
+        pending.append(error_row(index, str(index), obj.message) if isinstance(obj, LineError)
+                       else pack_row(packer, index, obj, from_arrow=from_arrow, chunk_records=chunk_records))
+        if len(pending) == ARROW_BATCH:
+            tables.append(to_table(pending))
+            pending = []
+    if pending or not tables:
+        tables.append(to_table(pending))
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _embeds(packer: Any) -> bool:
+    scorer = packer.scorer(packer.options)
+    return scorer is not None and callable(getattr(scorer, "embed", None))
 
 
 def write_packed_unit(packer: Any, target: str | Path, unit: dict[str, Any], *, chunk_records: bool = False) -> int:
