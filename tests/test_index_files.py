@@ -227,3 +227,26 @@ def test_html_nested_100k_deep_reads_in_a_bounded_time(tmp_path):
             f"t = read_document({str(path)!r}).text; print(len(t), t == '\\n'.join(['x'] * {n}))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert (r.returncode, r.stdout.split()) == (0, [str(2 * n - 1), "True"]), r.stderr
+
+
+def test_the_linear_benchmark_tiny_run(capsys):
+    """benchmarks/index_linear.py prints a table per input, one row per size, each run in its own process;
+    the outputs column is what split_text and read_document give here. No timing is asserted."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_index_linear", root / "benchmarks" / "index_linear.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    lines = bench.main(["--text-mb", "0.01,0.02", "--kinds", "base64", "--old-text-mb", "0.01", "--nesting", "50,100",
+                        "--old-nesting", "50"])
+    assert capsys.readouterr().out.splitlines() == lines
+    tok = get_tokenizer("cl100k_base")
+    pieces = {mb: len(split_text(bench._text(int(mb * 1e6), "base64"), tok, size=256, overlap=32)) for mb in (0.01, 0.02)}
+    rows = [line.split(" | ") for line in lines if line.startswith("| 0.0") or line.startswith("| 50 ")
+            or line.startswith("| 100 ")]
+    assert [(r[0], r[5]) for r in rows] == [("| 0.01", f"{pieces[0.01]:,}"), ("| 0.02", f"{pieces[0.02]:,}"),
+                                           ("| 50", "99"), ("| 100", "199")]
+    assert [r[6] != "" for r in rows] == [True, False, True, False]  # the replaced method ran where asked
+    assert lines[4] == ("| MB | CPU seconds | × the row above | wall seconds | peak RSS MiB | outputs | "
+                        "replaced method: CPU seconds | × the row above |")
