@@ -81,8 +81,12 @@ class WriteLock:
     def acquire(self) -> WriteLock:
         from ..eval.store import _try_lock
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as exc:
+            raise InputError(f"store {self.location}: its lock file {self.path} cannot be made "
+                             f"({exc.strerror or exc}); index into a folder you can write to") from None
         deadline = time.monotonic() + self.timeout
         told = False
         while not _try_lock(fd):
