@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
@@ -82,7 +81,6 @@ def _warm(app: FastAPI, scorers: list[tuple[str, Any]]) -> None:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     config: ServeConfig = app.state.config
     packer = app.state.packer
-    app.state.limiter = anyio.CapacityLimiter(config.threads)
     app.state.admission = Admission(config.threads, config.queue)
     scorers = []
     for spec in config.preload:  # resolved now: a bad name or a path outside the assets stops the start

@@ -123,11 +123,11 @@ class Upstream:
             return plan_of(body, history_share=config.history_share, packer=getattr(state, "packer", None),
                            check=lambda docs, opts: check_request(docs, count_chars(opts), max_chunks=config.max_chunks,
                                                                   max_chars=config.max_chars),
-                           resolve=lambda opts: resolve_options(opts, config.assets))
+                           resolve=lambda opts: resolve_options(opts, getattr(state, "assets", None)))
 
         try:
-            with anyio.fail_after(config.timeout_s):  # packing, as every endpoint's work: 504 past the deadline
-                plan = await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=getattr(state, "limiter", None))
+            # packing, as every endpoint's work: the same pool and queue (503 when full), 504 past the deadline
+            plan = await state.admission.run(work, config.timeout_s)
         except TimeoutError:
             raise ApiError(504, "timeout", f"packing took longer than {config.timeout_s:g} s (--timeout)") from None
         except EdgewiseError:
