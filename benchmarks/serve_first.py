@@ -7,12 +7,16 @@ alternative, e.g. before a change), one after the other; waits for ``/healthz``;
 ``--requests`` (default 30) ``POST /v1/pack`` one at a time over a kept-alive connection. Every
 request carries texts the server has not seen (NQ passage windows drawn with a seed of their own),
 so each one counts its chunks afresh and the first differs from the others only by what the process
-does once. Reported per server and chunk count: the server's own time (``duration_ms`` of its access
-log) of the first request and the median of the others, each the median over the starts, and
-their ratio; the worst first-request ratio over the starts too.
+does once, and by the pause before it: the first request is sent ``--idle`` seconds (default 1)
+after ``/healthz`` answered, and the last one ``--idle`` seconds after the one before it, so the
+last shows what any request after such a pause costs in a warm process (CPU caches gone cold while
+other jobs ran). Reported per server and chunk count: the server's own time (``duration_ms`` of
+its access log) of the first request, of the last (after-idle), and the median of the others
+between them, each the median over the starts, and their ratios; the worst first-request ratio
+over the starts too.
 
     .venv/bin/python benchmarks/serve_first.py [--starts 5] [--requests 30] [--sizes 20,200]
-        [--budget 4000] [--data FILE|DIR] [--baseline-src DIR] [--tiny]
+        [--budget 4000] [--idle 1] [--data FILE|DIR] [--baseline-src DIR] [--tiny]
 """
 
 from __future__ import annotations
@@ -35,11 +39,14 @@ import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 
 
-def one_start(server: Server, bodies: list[bytes]) -> list[float]:
-    """The server's ms for each body, sent one at a time (the first right after /healthz answered)."""
+def one_start(server: Server, bodies: list[bytes], idle: float) -> list[float]:
+    """The server's ms for each body, sent one at a time: the first ``idle`` s after /healthz answered,
+    the last ``idle`` s after the one before it (a request after the same pause, in a warm process)."""
     nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
     with httpx.Client(timeout=60, transport=nodelay) as client:
-        for body in bodies:
+        for i, body in enumerate(bodies):
+            if i in (0, len(bodies) - 1):
+                time.sleep(idle)
             r = client.post(server.url + "/v1/pack", content=body, headers={"content-type": "application/json"})
             if r.status_code != 200:
                 raise SystemExit(f"{server.url} answered {r.status_code}: {r.text[:300]}")
@@ -58,12 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=30)
     ap.add_argument("--sizes", default="20,200")
     ap.add_argument("--budget", type=int, default=4000)
+    ap.add_argument("--idle", type=float, default=1.0, help="seconds before the first and the last request")
     ap.add_argument("--data", help="the NQ file or its folder (default: $EDGEWISE_DATA, ../shared/data)")
     ap.add_argument("--baseline-src", help="another checkout's src folder: its server is started the same way")
     ap.add_argument("--tiny", action="store_true", help="1 start, 4 requests, 20 chunks (a smoke test)")
     args = ap.parse_args(argv)
     if args.tiny:
-        args.starts, args.requests, args.sizes = 1, 4, "20"
+        args.starts, args.requests, args.sizes, args.idle = 1, 4, "20", 0.1
     sizes = [int(x) for x in args.sizes.split(",")]
     path = data_path("nq-open-oracle-dev.jsonl.gz", args.data)
     variants = {"server": None, **({"baseline": args.baseline_src} if args.baseline_src else {})}
@@ -79,20 +87,21 @@ def main(argv: list[str] | None = None) -> int:
             for name, src in variants.items():  # both servers get the same texts, each fresh to it
                 server = Server(1, pythonpath=src)
                 try:
-                    runs[name].append(one_start(server, bodies))
+                    runs[name].append(one_start(server, bodies, args.idle))
                 finally:
                     server.stop()
         rows += [(n, name, r) for name, r in runs.items()]
     print()
-    print("| server | chunks | starts | first ms (median of starts) | others ms (median) | first / others | "
-          "worst first / others |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for n, name, runs_ in rows:
-        firsts = [r[0] for r in runs_]
-        others = [statistics.median(r[1:]) for r in runs_]
+    print("| server | chunks | starts | first ms | after-idle ms | others ms | first / others | "
+          "after-idle / others | worst first / others |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, name, runs_ in rows:  # each column: the median over the starts
+        firsts, lasts = [r[0] for r in runs_], [r[-1] for r in runs_]
+        others = [statistics.median(r[1:-1]) for r in runs_]
         worst = max(f / o for f, o in zip(firsts, others))
-        first, other = statistics.median(firsts), statistics.median(others)
-        print(f"| {name} | {n} | {len(runs_)} | {first:.2f} | {other:.2f} | {first / other:.2f}× | {worst:.2f}× |")
+        first, last, other = statistics.median(firsts), statistics.median(lasts), statistics.median(others)
+        print(f"| {name} | {n} | {len(runs_)} | {first:.2f} | {last:.2f} | {other:.2f} | {first / other:.2f}× | "
+              f"{last / other:.2f}× | {worst:.2f}× |")
     print(f"\nload average {os.getloadavg()[0]:.2f} after")
     return 0
 

@@ -84,7 +84,7 @@ def test_the_warm_up_runs_before_the_server_listens_and_is_neither_logged_nor_co
     with running([], tmp_path) as server:
         url = server["url"]
         log = server["log"].read_text()
-        assert "warm-up: 11 requests through the app in" in log, log[-2000:]
+        assert "warm-up: 12 requests through the app in" in log, log[-2000:]
         assert "warm-up " not in log.replace("warm-up: 11", ""), log[-2000:]  # no call failed or answered otherwise
         metrics = httpx.get(f"{url}/metrics").text  # counted once its reply is sent: not in itself
         counted = [line for line in metrics.splitlines() if line.startswith("edgewise_requests_total{")]
@@ -199,8 +199,8 @@ def _bench(name: str):
 @pytest.mark.parametrize(("name", "head"), [
     ("serve_overhead", "| chunks | pack ms | pack+json ms | pack+orjson ms | server ms | server / pack | "
                        "server / pack+json | server / pack+orjson |"),
-    ("serve_first", "| server | chunks | starts | first ms (median of starts) | others ms (median) | first / others | "
-                    "worst first / others |"),
+    ("serve_first", "| server | chunks | starts | first ms | after-idle ms | others ms | first / others | "
+                    "after-idle / others | worst first / others |"),
 ])
 def test_serve_benchmarks_tiny_run(capsys, name, head):
     bench, data = _bench(name)
