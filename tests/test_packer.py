@@ -1,9 +1,11 @@
 """PackOptions, Packer, the fixed debug schema, position tests and section variants."""
 
 import json
+import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +204,62 @@ def test_score_command_scores_what_pack_ranks_by(tmp_path):
     info = pack("bravo-key", records, scorer="bm25", layout="kv").debug_info
     assert cli_scores == {r["id"]: r["score"] for r in info.chunks}
     assert max(cli_scores, key=cli_scores.get) == "r1" and cli_scores["r1"] > 0
+
+
+# -- the option kinds table ---------------------------------------------------------------------
+
+SCHEMA_FILE = Path(__file__).parent / "data" / "pack-options-schema.json"
+
+
+def test_json_schema_is_the_committed_one():
+    # the committed file is the schema clients of the HTTP API validate against: a change to it is a
+    # change to the API, made on purpose by regenerating the file
+    committed = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema = PackOptions.json_schema()
+    assert schema == committed
+    assert list(schema["properties"]) == list(committed["properties"])  # the order fields are listed in
+
+
+def test_the_kinds_table_covers_every_option_and_is_the_only_place_kinds_are_told_apart():
+    from edgewise import options
+
+    kinds = {name: PackOptions.spec(name).kind for name in PackOptions.names()}
+    assert set(kinds.values()) == set(options.KINDS)  # every kind used, every used kind in the table
+    assert set(options.KINDS) == {"int", "number", "positive", "unit", "bool", "text", "str", "choice", "name"}
+    source = Path(options.__file__).read_text(encoding="utf-8")
+    assert re.findall(r"spec\.kind\s*(?:==|!=|in\b|not in\b)", source) == []  # no chain testing kinds
+
+
+def test_an_unknown_kind_is_refused_when_an_option_is_declared():
+    from edgewise import options
+
+    with pytest.raises(ValueError) as exc:
+        options._opt(None, "colour", "a colour")
+    assert str(exc.value) == ("option kind must be one of: int, number, positive, unit, bool, text, str, choice, name, "
+                              "but got 'colour'")
+
+
+def test_a_kind_is_one_entry_read_by_every_place_an_option_appears(monkeypatch):
+    import argparse
+
+    from edgewise import options
+
+    def check(name, value, spec, optional):
+        if value is not None and value % 2:
+            raise InputError(f"{name} must be even, but got {value}")
+
+    even = options.Kind(check=check, schema=lambda s: {"type": "integer", "multipleOf": 2}, parse=options._parse_int,
+                        flag=lambda s: {"type": int, "metavar": "EVEN"}, help_tail=" (even)")
+    monkeypatch.setitem(options.KINDS, "even", even)
+    spec = options.Spec("even", "pairs per row")
+    monkeypatch.setitem(options._SPECS, "top_k", spec)  # top_k, declared as the new kind for this test
+    assert options._schema(spec, None) == {"anyOf": [{"type": "integer", "multipleOf": 2}, {"type": "null"}]}
+    with pytest.raises(InputError) as exc:
+        PackOptions(top_k=3)
+    assert str(exc.value) == "top_k must be even, but got 3"
+    assert options.parse_value("top_k", " 4 ") == 4
+    parser = argparse.ArgumentParser()
+    options.add_arguments(parser)
+    assert options.from_args(parser.parse_args(["--top-k", "6"])).top_k == 6
+    flag = next(a for a in parser._actions if a.dest == "top_k")
+    assert (flag.metavar, flag.type, flag.help) == ("EVEN", int, "pairs per row (even)")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +28,9 @@ from .errors import ConfigError, InputError
 
 DEFAULT_TOKENIZER = "cl100k_base"  # counts the budget when neither tokenizer nor model says otherwise
 
-# kinds: int (with minimum), number, unit ([0, 1]), positive (> 0), bool, text (a payload; @FILE on the
-# command line), str (an identifier), choice, name (a registry name or an object from Python)
-
-
 @dataclass(frozen=True)
 class Spec:
-    """How one option is typed, checked, documented and exposed."""
+    """How one option is typed, checked, documented and exposed: its ``kind`` is a key of :data:`KINDS`."""
 
     kind: str
     help: str
@@ -45,7 +41,101 @@ class Spec:
     shown_default: Any = None  # the default --help names for an option whose None means "work it out"
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What an option of one kind does in each place it appears: one record of :data:`KINDS`.
+
+    ``check(name, value, spec, optional)`` raises :class:`~edgewise.errors.InputError` naming the
+    rule and the value; ``schema(spec)`` is the JSON Schema of a value that is not null;
+    ``parse(name, text)`` reads a value from text (eval conditions); ``flag(spec)`` gives the
+    argparse keywords of its command-line flag beyond ``dest`` and ``help``; ``help_tail`` ends its
+    ``--help`` text (before the default); ``lists_names`` appends the names of the option's registry
+    to that text; ``from_file`` values may be given as ``@FILE`` on the command line.
+    """
+
+    check: Callable[[str, Any, Spec, bool], None]
+    schema: Callable[[Spec], dict[str, Any]]
+    parse: Callable[[str, str], Any]
+    flag: Callable[[Spec], dict[str, Any]] = lambda spec: {}
+    help_tail: str = ""
+    lists_names: bool = False
+    from_file: bool = False
+
+
+def _parse_int(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{name} must be an integer, but got {text!r}") from None
+
+
+def _parse_number(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{name} must be a number, but got {text!r}") from None
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise InputError(f"{name} must be true or false, but got {text!r}")
+    return text.lower() == "true"
+
+
+def _parse_text(name: str, text: str) -> str:
+    return text
+
+
+def _check_name(name: str, value: Any, spec: Spec, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, str):
+        if not value:
+            raise InputError(f"{name} must be a non-empty name, but got ''")
+    elif not hasattr(value, "name"):  # a Tokenizer / Layout / Scorer object from Python
+        raise InputError(f"{name} must be a name or an object with a .name, but got {type(value).__name__}")
+
+
+def _float_flag(spec: Spec) -> dict[str, Any]:
+    return {"type": float}
+
+
+#: every kind of option, by the name a :class:`Spec` gives: adding a kind is adding one entry
+KINDS: dict[str, Kind] = {
+    # an integer, at least ``spec.minimum`` when it is set
+    "int": Kind(check=lambda n, v, s, opt: check_int(n, v, minimum=s.minimum, optional=opt),
+                schema=lambda s: {"type": "integer"} if s.minimum is None else {"type": "integer", "minimum": s.minimum},
+                parse=_parse_int, flag=lambda s: {"type": int}),
+    "number": Kind(check=lambda n, v, s, opt: check_number(n, v, optional=opt),
+                   schema=lambda s: {"type": "number"}, parse=_parse_number, flag=_float_flag),
+    # a number > 0
+    "positive": Kind(check=lambda n, v, s, opt: check_number(n, v, above=0, optional=opt, what="a number > 0"),
+                     schema=lambda s: {"type": "number", "exclusiveMinimum": 0}, parse=_parse_number, flag=_float_flag),
+    # a threshold in [0, 1]
+    "unit": Kind(check=lambda n, v, s, opt: check_number(n, v, low=0, high=1, optional=opt, what="a threshold in [0, 1]"),
+                 schema=lambda s: {"type": "number", "minimum": 0, "maximum": 1}, parse=_parse_number, flag=_float_flag),
+    # a switch: a flag without a value
+    "bool": Kind(check=lambda n, v, s, opt: check_bool(n, v), schema=lambda s: {"type": "boolean"},
+                 parse=_parse_bool, flag=lambda s: {"action": "store_true"}),
+    # a payload (an instruction, a profile): @FILE on the command line
+    "text": Kind(check=lambda n, v, s, opt: check_str(n, v, optional=opt), schema=lambda s: {"type": "string"},
+                 parse=_parse_text, flag=lambda s: {"metavar": "TEXT|@FILE"}, help_tail=" (or @FILE)", from_file=True),
+    # an identifier
+    "str": Kind(check=lambda n, v, s, opt: check_str(n, v, optional=opt), schema=lambda s: {"type": "string"},
+                parse=_parse_text),
+    # one of ``spec.choices``
+    "choice": Kind(check=lambda n, v, s, opt: check_str(n, v, choices=s.choices),
+                   schema=lambda s: {"type": "string", "enum": list(s.choices)}, parse=_parse_text,
+                   flag=lambda s: {"choices": s.choices}),
+    # a name of ``spec.registry`` (when set), or an object with a ``.name`` from Python
+    "name": Kind(check=_check_name, schema=lambda s: {"type": "string", "minLength": 1}, parse=_parse_text,
+                 lists_names=True),
+}
+
+
 def _opt(default: Any, kind: str, help: str, **spec: Any) -> Any:
+    if kind not in KINDS:
+        raise ValueError(f"option kind must be one of: {', '.join(KINDS)}, but got {kind!r}")
     return field(default=default, metadata={"spec": Spec(kind, help, **spec)})
 
 
@@ -89,8 +179,8 @@ class PackOptions:
     summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            _check(f.name, getattr(self, f.name), f.metadata["spec"])
+        for name, spec in _SPECS.items():
+            _check(name, getattr(self, name), spec)
 
     # -- conversions ---------------------------------------------------------------------------
 
@@ -163,49 +253,11 @@ _DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(PackO
 
 
 def _check(name: str, value: Any, spec: Spec) -> None:
-    optional = _DEFAULTS[name] is None
-    if spec.kind == "int":
-        check_int(name, value, minimum=spec.minimum, optional=optional)
-    elif spec.kind == "number":
-        check_number(name, value, optional=optional)
-    elif spec.kind == "positive":
-        check_number(name, value, above=0, optional=optional, what="a number > 0")
-    elif spec.kind == "unit":
-        check_number(name, value, low=0, high=1, optional=optional, what="a threshold in [0, 1]")
-    elif spec.kind == "bool":
-        check_bool(name, value)
-    elif spec.kind in ("text", "str"):
-        check_str(name, value, optional=optional)
-    elif spec.kind == "choice":
-        check_str(name, value, choices=spec.choices)
-    elif spec.kind == "name":
-        if value is None and optional:
-            return
-        if isinstance(value, str):
-            if not value:
-                raise InputError(f"{name} must be a non-empty name, but got ''")
-        elif not hasattr(value, "name"):  # a Tokenizer / Layout / Scorer object from Python
-            raise InputError(f"{name} must be a name or an object with a .name, but got {type(value).__name__}")
+    KINDS[spec.kind].check(name, value, spec, _DEFAULTS[name] is None)
 
 
 def _schema(spec: Spec, default: Any) -> dict[str, Any]:
-    base: dict[str, Any]
-    if spec.kind == "int":
-        base = {"type": "integer"} if spec.minimum is None else {"type": "integer", "minimum": spec.minimum}
-    elif spec.kind == "number":
-        base = {"type": "number"}
-    elif spec.kind == "positive":
-        base = {"type": "number", "exclusiveMinimum": 0}
-    elif spec.kind == "unit":
-        base = {"type": "number", "minimum": 0, "maximum": 1}
-    elif spec.kind == "bool":
-        base = {"type": "boolean"}
-    elif spec.kind == "choice":
-        base = {"type": "string", "enum": list(spec.choices)}
-    else:
-        base = {"type": "string"}
-        if spec.kind == "name":
-            base["minLength"] = 1
+    base = KINDS[spec.kind].schema(spec)
     return {"anyOf": [base, {"type": "null"}]} if default is None else base
 
 
@@ -217,16 +269,7 @@ def parse_value(name: str, text: str) -> Any:
     text = text.strip()
     if text.lower() in ("none", "null") and _DEFAULTS[name] is None:
         return None
-    if spec.kind == "bool":
-        if text.lower() not in ("true", "false"):
-            raise InputError(f"{name} must be true or false, but got {text!r}")
-        return text.lower() == "true"
-    if spec.kind in ("int", "number", "positive", "unit"):
-        try:
-            return int(text) if spec.kind == "int" else float(text)
-        except ValueError:
-            raise InputError(f"{name} must be {'an integer' if spec.kind == 'int' else 'a number'}, but got {text!r}") from None
-    return text
+    return KINDS[spec.kind].parse(name, text)
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -285,28 +328,17 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 def _argument_kwargs(name: str, spec: Spec, default: Any) -> dict[str, Any]:
+    kind = KINDS[spec.kind]
     help_text = spec.help
     default = spec.shown_default if default is None else default
-    registry = spec.registry if spec.kind == "name" else None
+    registry = spec.registry if kind.lists_names else None
     if registry:
         help_text += "; one of: {names}"
-    if spec.kind == "text":
-        help_text += " (or @FILE)"
+    help_text += kind.help_tail
     if default not in (None, False):
         help_text += f" (default {default})"
     shown = ListedHelp(help_text, registry) if registry else help_text.replace("%", "%%")
-    kw: dict[str, Any] = {"dest": name, "help": shown}
-    if spec.kind == "bool":
-        return {**kw, "action": "store_true"}
-    if spec.kind == "int":
-        kw["type"] = int
-    elif spec.kind in ("number", "positive", "unit"):
-        kw["type"] = float
-    elif spec.kind == "choice":
-        kw["choices"] = spec.choices
-    if spec.kind == "text":
-        kw["metavar"] = "TEXT|@FILE"
-    return kw
+    return {"dest": name, "help": shown, **kind.flag(spec)}
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, exclude: tuple[str, ...] = (), defaults: Mapping[str, Any] | None = None) -> None:
@@ -350,7 +382,7 @@ def from_args(args: argparse.Namespace, read_text: Any = None) -> PackOptions:
     for name, spec in _SPECS.items():
         if hasattr(args, name):
             value = getattr(args, name)
-            if spec.kind == "text" and read_text is not None:
+            if KINDS[spec.kind].from_file and read_text is not None:
                 value = read_text(value, name.replace("_", " "))
             values[name] = value
     return PackOptions.from_dict(values)
