@@ -263,3 +263,29 @@ def test_a_kind_is_one_entry_read_by_every_place_an_option_appears(monkeypatch):
     assert options.from_args(parser.parse_args(["--top-k", "6"])).top_k == 6
     flag = next(a for a in parser._actions if a.dest == "top_k")
     assert (flag.metavar, flag.type, flag.help) == ("EVEN", int, "pairs per row (even)")
+
+
+# -- the debug record ---------------------------------------------------------------------------
+
+def test_the_debug_record_is_built_from_one_trace_the_packer_fills(monkeypatch):
+    import dataclasses
+    import inspect
+
+    from edgewise import debug
+
+    assert list(inspect.signature(debug.build).parameters) == ["trace"]
+    traces = []
+    real = debug.build
+    monkeypatch.setattr(debug, "build", lambda trace: traces.append(trace) or real(trace))
+    chunks = [*CHUNKS, {"id": "a", "text": "a duplicate", "score": 0.1},
+              {"id": "d", "text": "Rome is the capital of Italy. " * 40, "score": 0.4}]
+    packed = pack("capital?", chunks, budget=260, layout="layered", tokenizer="words", top_k=3)
+    (trace,) = traces
+    assert isinstance(trace, debug.PackTrace) and dataclasses.is_dataclass(trace)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        trace.budget = 1
+    again = real(dataclasses.replace(trace))
+    assert again.to_dict() == packed.debug_info.to_dict()
+    assert [(r["id"], r["outcome"], r["reason"]) for r in again.chunks] == [
+        ("a", "placed", "fits whole"), ("b", "dropped", "beyond top_k=3 (rank 4)"), ("c", "placed", "fits whole"),
+        ("a", "dropped", "duplicate id: merged into input #0, which has the higher score"), ("d", "truncated", "cut at a token boundary to fit")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .chunk import Chunk, Merged
@@ -99,59 +100,48 @@ _FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "sections
            "tokenizer", "estimated", "cache_prefix_tokens", "strategy", "layout", "scorer", "render_passes")
 
 
-def build(
-    *, rendered: Rendered, items: Sequence[Item], dropped: Sequence[tuple[Chunk, str]],
-    runs: Sequence[Run] = (), merged: Sequence[Merged],
-    input_index: Mapping[str, int], ranked: Sequence[Chunk], cost: Callable[[Item], int], prompt_tokens: int, message_tokens: int, cache_prefix_tokens: int,
-    budget: int | None, tokenizer: str, estimated: bool, strategy: str, layout: str, scorer: str, passes: int,
-    pruned: list[dict[str, Any]],
-) -> DebugInfo:
-    """Assemble the debug record of one pack from what each step produced (the per-chunk records
-    when they are first read).
+@dataclass(frozen=True)
+class PackTrace:
+    """What the steps of one pack produced: the one argument of :func:`build`, filled by the packer.
 
     ``dropped`` are chunks left out one by one with their reasons, ``runs`` chunks left out together
-    (see :class:`edgewise.select.Fit`); ``ranked`` are all ranked chunks, best first:
-    a record's rank is its place there. A placed item carries its rank and its chunk's score.
+    (see :class:`edgewise.select.Fit`), ``merged`` duplicates folded into a kept chunk; ``ranked``
+    are all ranked chunks, best first: a record's rank is its place there. ``cost`` gives an item's
+    tokens (from the pack's memo). ``strategy``, ``layout`` and ``scorer`` are the names of the
+    order, layout and ranking used; ``passes`` counts the renders selection needed.
     """
-    items = list(items)
-    tokens = [cost(it) for it in items]  # from the pack's memo: the records need not keep it alive
+
+    rendered: Rendered
+    items: Sequence[Item]
+    dropped: Sequence[tuple[Chunk, str]]
+    merged: Sequence[Merged]
+    input_index: Mapping[str, int]
+    ranked: Sequence[Chunk]
+    cost: Callable[[Item], int]
+    prompt_tokens: int
+    message_tokens: int
+    cache_prefix_tokens: int
+    budget: int | None
+    tokenizer: str
+    estimated: bool
+    strategy: str
+    layout: str
+    scorer: str
+    passes: int
+    pruned: list[dict[str, Any]]
+    runs: Sequence[Run] = ()
+
+
+def build(trace: PackTrace) -> DebugInfo:
+    """Assemble the debug record of one pack from what each step produced (the per-chunk records
+    when they are first read). A placed item carries its rank and its chunk's score."""
+    t, items = trace, list(trace.items)
+    tokens = [t.cost(it) for it in items]  # from the pack's memo: the records need not keep it alive
     of: dict[str, list[str]] = {k: [] for k in OUTCOMES}
-    for it in sorted(items, key=lambda it: input_index[it.id]):
+    for it in sorted(items, key=lambda it: t.input_index[it.id]):
         of[_OUTCOME[it.form]].append(it.id)
-    dropped, runs, merged = list(dropped), list(runs), list(merged)
-
-    def records() -> list[dict[str, Any]]:
-        position = {cid: p for p, cid in enumerate(rendered.order)}
-        section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
-        placed = [
-            {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
-             "outcome": _OUTCOME[it.form],
-             "reason": "extractive summary fits where the whole chunk does not"
-             if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
-             "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
-            for it, n in zip(items, tokens)
-        ]
-        in_order = ids(ranked)
-        rank_of = dict(zip(in_order, range(len(in_order))))
-        # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
-        left_out = [(c.id, c.score, why) for c, why in dropped]
-        for chunks, why in runs:  # one reason for all, or one each
-            left_out += ([(cid, score, why) for cid, score in ids_scores(chunks)] if isinstance(why, str) else
-                         [(cid, score, w) for (cid, score), w in zip(ids_scores(chunks), why)])
-        # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
-        out = placed + [
-            {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,
-             "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
-             "merged_into": None} for cid, score, why in left_out]
-        out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
-                 "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
-                for m in merged]
-        ordered: list[dict[str, Any]] = [{}] * len(out)
-        for r in out:  # input indexes are exactly 0..n-1: place, don't sort
-            ordered[r["input_index"]] = r
-        return ordered
-
-    total = max(prompt_tokens, message_tokens)
+    left = (items, tokens, list(t.dropped), list(t.runs), list(t.merged))
+    rendered, total = t.rendered, max(t.prompt_tokens, t.message_tokens)
     return DebugInfo(
         order=list(rendered.order),
         section_A_ids=rendered.sections.get("A", []),
@@ -160,14 +150,48 @@ def build(
         sections=rendered.sections,
         placed=of["placed"], summarized=of["summarized"], truncated=of["truncated"],
         reminders=list(rendered.reminder_ids),
-        pruned=pruned,
-        prompt_tokens=prompt_tokens,
-        message_tokens=message_tokens,
-        budget=budget,
-        remaining_tokens=None if budget is None else budget - total,
-        tokenizer=tokenizer,
-        estimated=estimated,
-        cache_prefix_tokens=cache_prefix_tokens,
-        strategy=strategy, layout=layout, scorer=scorer, render_passes=passes,
-        records=records,
+        pruned=t.pruned,
+        prompt_tokens=t.prompt_tokens,
+        message_tokens=t.message_tokens,
+        budget=t.budget,
+        remaining_tokens=None if t.budget is None else t.budget - total,
+        tokenizer=t.tokenizer,
+        estimated=t.estimated,
+        cache_prefix_tokens=t.cache_prefix_tokens,
+        strategy=t.strategy, layout=t.layout, scorer=t.scorer, render_passes=t.passes,
+        records=partial(_records, rendered, t.input_index, t.ranked, *left),
     )
+
+
+def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequence[Chunk], items: list[Item],
+             tokens: list[int], dropped: list[tuple[Chunk, str]], runs: list[Run], merged: list[Merged]) -> list[dict[str, Any]]:
+    """One record per input chunk, in input order: the placed items, then those left out."""
+    position = {cid: p for p, cid in enumerate(rendered.order)}
+    section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
+    placed = [
+        {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
+         "outcome": _OUTCOME[it.form],
+         "reason": "extractive summary fits where the whole chunk does not"
+         if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
+         "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
+        for it, n in zip(items, tokens)
+    ]
+    in_order = ids(ranked)
+    rank_of = dict(zip(in_order, range(len(in_order))))
+    # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
+    left_out = [(c.id, c.score, why) for c, why in dropped]
+    for chunks, why in runs:  # one reason for all, or one each
+        left_out += ([(cid, score, why) for cid, score in ids_scores(chunks)] if isinstance(why, str) else
+                     [(cid, score, w) for (cid, score), w in zip(ids_scores(chunks), why)])
+    # dict literals in CHUNK_KEYS order (a test holds every record to it): this runs once per input chunk
+    out = placed + [
+        {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,
+         "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
+         "merged_into": None} for cid, score, why in left_out]
+    out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
+             "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
+            for m in merged]
+    ordered: list[dict[str, Any]] = [{}] * len(out)
+    for r in out:  # input indexes are exactly 0..n-1: place, don't sort
+        ordered[r["input_index"]] = r
+    return ordered

@@ -190,7 +190,7 @@ class Packer:
                          budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter, render=render,
                          min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
         rendered = settled.rendered
-        info = debug.build(
+        info = debug.build(debug.PackTrace(
             rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, runs=settled.runs, merged=merged,
             input_index=input_index, ranked=ranked,
             cost=cost,
@@ -198,7 +198,7 @@ class Packer:
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
             tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranked_by,
             passes=settled.passes, pruned=pruned,
-        )
+        ))
         at = {it.id: it for it in settled.items}
         return Packed(rendered.prompt, rendered, info, tuple(at[i] for i in rendered.order if i in at))
 
