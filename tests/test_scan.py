@@ -6,7 +6,9 @@ a pack scans the same in either: the same prompt and the same debug record, reas
 
 from __future__ import annotations
 
+import ast
 import gzip
+import inspect
 import json
 import re
 import shutil
@@ -70,20 +72,11 @@ def test_c_splits_words_where_str_split_does_for_every_character() -> None:
 def scans(draw: Any) -> dict[str, Any]:
     n = draw(st.integers(min_value=0, max_value=25))
     texts = draw(st.lists(TEXTS, min_size=n, max_size=n))
-    titles = draw(st.lists(st.sampled_from([None, "", "T", "Paris", "Ж"]), min_size=n, max_size=n))
     order = draw(st.permutations(range(n))) if draw(st.booleans()) else None
     stop = draw(st.integers(min_value=-1, max_value=12))
-    args: dict[str, Any] = dict(bridged=draw(st.booleans()), texts=texts, order=order,
-                                start=draw(st.integers(min_value=-1, max_value=n + 1)), stop=stop,
-                                limit=draw(st.integers(min_value=-1, max_value=2 * stop + 2)))
-    if draw(st.booleans()):
-        reasons = {t: draw(st.sampled_from(["no room", None, 7])) for t in draw(st.sets(st.sampled_from(titles or ["T"])))}
-        args.update(titles=titles, reasons=reasons, whys=["before"])
-        if draw(st.booleans()):
-            args.update(ids=[f"id-{i}" for i in range(n)], price=lambda cid, title: len(cid) + len(title or ""),
-                        room=draw(st.integers(min_value=0, max_value=9)),
-                        costs={k: f"costs {k}" for k in draw(st.sets(st.integers(min_value=0, max_value=12)))})
-    return args
+    return dict(bridged=draw(st.booleans()), texts=texts, order=order,
+                start=draw(st.integers(min_value=-1, max_value=n + 1)), stop=stop,
+                limit=draw(st.integers(min_value=-1, max_value=2 * stop + 2)))
 
 
 @settings(max_examples=500, deadline=None)
@@ -91,9 +84,7 @@ def scans(draw: Any) -> dict[str, Any]:
 def test_c_scan_gives_what_the_python_scan_gives(scan: dict[str, Any]) -> None:
     from edgewise._scan import scan_words
 
-    mine = {**scan, "whys": list(scan["whys"])} if "whys" in scan else scan
-    assert scan_words(*mine.values()) == scan_words_py(*scan.values())
-    assert mine.get("whys") == scan.get("whys")
+    assert scan_words(*scan.values()) == scan_words_py(*scan.values())
 
 
 def test_c_scan_over_the_bundled_corpus() -> None:
@@ -156,14 +147,26 @@ def test_scan_refuses_what_it_cannot_read() -> None:
         scan_words(False, ["a b"], (0,), 0, 0, 0)
     with pytest.raises(IndexError, match=r"order\[0\] = 5 is not a position in texts"):
         scan_words(False, ["a b"], [5], 0, 0, 0)
-    with pytest.raises(TypeError, match="titles must be a list as long as texts"):
-        scan_words(False, ["a b"], None, 0, 0, 0, [], {}, [])
-    with pytest.raises(TypeError, match="price callable, costs a dict"):
-        scan_words(False, ["a b"], None, 0, 0, 0, ["T"], {}, [], ["i"], "not callable", 0, {})
-    with pytest.raises(ZeroDivisionError):  # the price's own error comes through
-        scan_words(False, ["a b"], None, 0, 0, 0, ["T"], {"T": None}, [], ["i"], lambda i, t: 1 // 0, 0, {})
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, not int"):
+        scan_words(False, ["a b", 7], None, 0, 0, 0)
     with pytest.raises(ValueError, match=r"bridges must be \(\) or \('\\n/', '\\r/'\), not \('x',\)"):
         WordBound(("x",))
+
+
+def test_the_compiled_scan_knows_texts_only() -> None:
+    """No selection policy in C: the scan takes texts, an order and three numbers, nothing that
+    carries reasons, titles or prices (those are decided in edgewise.select), and the stub beside
+    the C file declares exactly what the module defines."""
+    import edgewise._scan as c
+
+    with pytest.raises(TypeError, match=r"scan_words\(\) takes exactly 6 arguments \(9 given\)"):
+        c.scan_words(False, ["a b"], None, 0, 0, 0, ["T"], {"T": "why"}, [])
+    stub = ast.parse((ROOT / "src" / "edgewise" / "_scan.pyi").read_text(encoding="utf-8"))
+    declared = {f.name: [a.arg for a in f.args.posonlyargs] for f in stub.body if isinstance(f, ast.FunctionDef)}
+    assert declared == {"scan_words": ["bridged", "texts", "order", "start", "stop", "limit"],
+                        "words_over": ["text", "stop", "bridges"], "plain_columns": ["items"]}
+    assert sorted(name for name in vars(c) if not name.startswith("_")) == sorted(declared)
+    assert inspect.signature(wordbound.scan_words_py).parameters.keys() == set(declared["scan_words"])
 
 
 # titles that repeat (each its passage's own where None) and long ids of varied length: the band
@@ -248,7 +251,7 @@ def test_a_machine_without_a_c_compiler_still_builds_edgewise(tmp_path: Path) ->
     (wheel,) = (tmp_path / "wheels").glob("edgewise-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "edgewise/wordbound.py" in names
-    assert [n for n in names if n.startswith("edgewise/_scan")] == []
+    assert [n for n in names if n.startswith("edgewise/_scan")] == ["edgewise/_scan.pyi"]  # its stub, not the module
 
 
 def _mkdir(path: Path) -> Path:

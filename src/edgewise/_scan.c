@@ -1,6 +1,7 @@
 /* edgewise._scan: the two passes a pack makes over every input chunk, in C.
  *
- * - scan_words: the word-bound scan of select.skip_unfit / skip_uncut (the chunks that cannot fit).
+ * - scan_words: from an order of texts, the first whose word bound is within a number (generic: the
+ *   reasons a caller skips texts for are decided in Python, by edgewise.select).
  * - plain_columns: the fields of plain input dicts, read and checked a column at a time
  *   (edgewise.ranked.rank_plain).
  *
@@ -93,64 +94,24 @@ bound_over(PyObject *text, Py_ssize_t stop, int bridges)
 }
 
 PyDoc_STRVAR(scan_words_doc,
-"scan_words(bridged, texts, order, start, stop, limit, titles=None, reasons=None, whys=None,\n"
-"           ids=None, price=None, room=0, costs=None) -> int\n\n"
-"See edgewise.wordbound.WordBound (its scan) and scan_words_py, the same in Python.");
+"scan_words(bridged, texts, order, start, stop, limit) -> int\n\n"
+"From rank start of order (positions in texts; None: texts in order), the first rank whose text\n"
+"has at most limit characters or a word bound of at most stop; len(order) if none.\n"
+"See edgewise.wordbound.scan_words_py, the same in Python.");
 
-/* the reason of the chunk at `at` (borrowed), or NULL with no error where the caller must decide */
-static PyObject *
-title_reason(Py_ssize_t at, PyObject *titles, PyObject *reasons, PyObject *ids, PyObject *price, Py_ssize_t room,
-             PyObject *costs)
-{
-    PyObject *title = PyList_GET_ITEM(titles, at);
-    PyObject *why = PyDict_GetItemWithError(reasons, title);
-    if (why == NULL || PyUnicode_Check(why) || why != Py_None || price == Py_None)
-        return why != NULL && PyUnicode_Check(why) ? why : NULL;
-    /* a title that leaves room for a cut: the chunk's tags priced exactly, by its id (held across
-       the call: the price is Python code) */
-    PyObject *cid = Py_NewRef(PyList_GET_ITEM(ids, at));
-    Py_INCREF(title);
-    PyObject *cost = PyObject_CallFunctionObjArgs(price, cid, title, NULL);
-    Py_DECREF(cid);
-    Py_DECREF(title);
-    if (cost == NULL)
-        return NULL;
-    Py_ssize_t tokens = PyLong_AsSsize_t(cost);
-    if (tokens == -1 && PyErr_Occurred()) {
-        Py_DECREF(cost);
-        return NULL;
-    }
-    why = tokens <= room ? NULL : PyDict_GetItemWithError(costs, cost);
-    Py_DECREF(cost);
-    return why != NULL && PyUnicode_Check(why) ? why : NULL;
-}
-
+/* A generic primitive: it reads texts and their word bounds only, and knows nothing of why a
+   caller skips them (edgewise.select decides that, in Python). */
 static PyObject *
 scan_words(PyObject *self, PyObject *args)
 {
-    PyObject *texts, *order, *titles = Py_None, *reasons = Py_None, *whys = Py_None;
-    PyObject *ids = Py_None, *price = Py_None, *costs = Py_None;
-    Py_ssize_t start, stop, limit, room = 0, n, rank;
+    PyObject *texts, *order;
+    Py_ssize_t start, stop, limit, n, rank;
     int bridged;
     (void)self;
-    if (!PyArg_ParseTuple(args, "pO!Onnn|OOOOOnO:scan_words", &bridged, &PyList_Type, &texts, &order, &start, &stop,
-                          &limit, &titles, &reasons, &whys, &ids, &price, &room, &costs))
+    if (!PyArg_ParseTuple(args, "pO!Onnn:scan_words", &bridged, &PyList_Type, &texts, &order, &start, &stop, &limit))
         return NULL;
     if (order != Py_None && !PyList_Check(order)) {
         PyErr_Format(PyExc_TypeError, "scan_words: order must be a list or None, not %.80s", Py_TYPE(order)->tp_name);
-        return NULL;
-    }
-    int keyed = reasons != Py_None;
-    if (keyed && (!PyDict_Check(reasons) || !PyList_Check(titles) || !PyList_Check(whys)
-                  || PyList_GET_SIZE(titles) != PyList_GET_SIZE(texts))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "scan_words: with reasons, titles must be a list as long as texts, reasons a dict, whys a list");
-        return NULL;
-    }
-    if (price != Py_None && (!keyed || !PyCallable_Check(price) || !PyDict_Check(costs) || !PyList_Check(ids)
-                             || PyList_GET_SIZE(ids) != PyList_GET_SIZE(texts))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "scan_words: with price, reasons must be given, price callable, costs a dict, ids a list as long as texts");
         return NULL;
     }
     n = order == Py_None ? PyList_GET_SIZE(texts) : PyList_GET_SIZE(order);
@@ -166,8 +127,10 @@ scan_words(PyObject *self, PyObject *args)
             }
         }
         PyObject *text = PyList_GET_ITEM(texts, at);
-        if (!PyUnicode_Check(text))
-            break;
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "scan_words: texts[%zd] must be a str, not %.80s", at, Py_TYPE(text)->tp_name);
+            return NULL;
+        }
 #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(text) < 0)
             return NULL;
@@ -179,16 +142,6 @@ scan_words(PyObject *self, PyObject *args)
             return NULL;
         if (!over)
             break;
-        if (keyed) {
-            PyObject *why = title_reason(at, titles, reasons, ids, price, room, costs);
-            if (why == NULL) {
-                if (PyErr_Occurred())
-                    return NULL;
-                return PyLong_FromSsize_t(~rank);
-            }
-            if (PyList_Append(whys, why) < 0)
-                return NULL;
-        }
     }
     return PyLong_FromSsize_t(rank < n ? rank : n);
 }

@@ -106,119 +106,183 @@ def fit(
     given, bounds the cost of a chunk's block truncated to no text the same way, by its title;
     ``tags_cost(id, title)``, if given, is that cost exactly (else the block is rendered and counted).
     """
-    items: list[Item] = []
-    dropped: list[tuple[Chunk, str]] = []
-    runs: list[Run] = []
-    left = available
-    if left is None:
+    if available is None:
         return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
-    # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
-    floor = cost(Item(Chunk("", ""), "whole", "", 0))
-    # the reasons of chunks skipped on their word bound, by the (left, tags bound, tags cost) they name
-    bounded_why: dict[tuple[int, int, int | None], str] = {}
+    walk = _Walk(ranked, available, cost, tokenizer, min_truncated_tokens, prefer_summary, bound, tags_bound, tags_cost)
+    walk.run(first_rank)
+    if prefer_summary:
+        walk.give_back_whole()
+    return Fit(walk.items, walk.dropped, available - walk.left, walk.runs)
 
-    def skipped_why(left: int, least: int, overhead: int | None = None) -> str:
-        why = bounded_why.get((left, least, overhead))
+
+class _Walk:
+    """One :func:`fit`: the chunks walked in rank order, the tokens left, what went in and what not."""
+
+    def __init__(self, ranked: Sequence[Chunk], left: int, cost: Callable[[Item], int], tokenizer: Tokenizer,
+                 min_truncated_tokens: int, prefer_summary: bool, bound: Callable[[str, int], int] | None,
+                 tags_bound: Callable[[str | None], int] | None,
+                 tags_cost: Callable[[str, str | None], int] | None) -> None:
+        self.ranked, self.left, self.cost, self.tokenizer = ranked, left, cost, tokenizer
+        self.min_cut, self.prefer_summary = min_truncated_tokens, prefer_summary
+        self.bound, self.tags_bound, self.tags_cost = bound, tags_bound, tags_cost
+        self.items: list[Item] = []
+        self.dropped: list[tuple[Chunk, str]] = []
+        self.runs: list[Run] = []
+        # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
+        self.floor = cost(Item(Chunk("", ""), "whole", "", 0))
+        # the reasons of chunks skipped on their word bound, by the (left, tags bound, tags cost) they name
+        self.bounded_why: dict[tuple[int, int, int | None], str] = {}
+        # (end, left): the texts of the ranks before `end` have more words than `left`, or any fewer tokens
+        self.over = (0, -1)
+
+    def run(self, first_rank: int) -> None:
+        """Walk the chunks: each goes in, is left out, or starts a run of chunks left out together."""
+        ranked, i, n = self.ranked, 0, len(self.ranked)
+        dropped_last = False  # whether the chunk before was left out: then look for a run of them
+        while i < n:
+            if self.left < self.floor:  # and so for every later chunk: one run, not a walk
+                self.runs.append((ranked[i:], f"budget exhausted: {max(self.left, 0)} tokens left, "
+                                              f"less than any chunk needs ({self.floor})"))
+                return
+            if dropped_last and self.bound is not None and (
+                    self.left - self.floor < self.min_cut or self.tags_bound is not None):
+                end = self.skip_run(i)
+                if end > i:
+                    i = end
+                    continue
+            dropped_last = not self.place(ranked[i], first_rank + i)
+            i += 1
+
+    def skip_run(self, i: int) -> int:
+        """Skip, without building them, the chunks from ``i`` that cannot go in: no summary, more
+        words than ``left``, and too little room to cut them (their empty block costs at least
+        ``floor``, their tags at least ``tags_bound``, or exactly ``tags_cost``); one run, with one
+        reason or one each. Returns the rank after the run."""
+        whys: str | list[str]
+        bound, over = self.bound, self.texts_over(i)
+        if self.left - self.floor < self.min_cut:
+            end, whys = skip_unfit(self.ranked, i, self.left, bound, over), self.skipped_why(self.left, self.floor)  # type: ignore[arg-type]
+        else:
+            end, whys = skip_uncut(self.ranked, i, self.left, bound, self.tags_bound, self.tags_cost,  # type: ignore[arg-type]
+                                   self.min_cut, self.skipped_why, over)
+        if end > i:
+            self.runs.append((self.ranked[i:end], whys))
+        return end
+
+    def texts_over(self, i: int) -> int | None:
+        """For a lazy sequence, the end of the ranks from ``i`` whose texts have more words than the
+        tokens left, by the bound's own scan (C where built), remembered while ``left`` only falls;
+        None for other sequences, which are walked a chunk at a time."""
+        end, at_left = self.over
+        if i < end and self.left <= at_left:
+            return end
+        many, cols = getattr(self.bound, "scan", None), columns(self.ranked)
+        if many is None or cols is None:
+            return None
+        texts, _titles, _ids, order = cols
+        end = int(many(texts, order, i, self.left, 2 * self.left))
+        self.over = (end, self.left)
+        return end
+
+    def skipped_why(self, left: int, least: int, overhead: int | None = None) -> str:
+        """The reason of a chunk skipped on its word bound (one string for all that name the same)."""
+        why = self.bounded_why.get((left, least, overhead))
         if why is None:
-            why = bounded_why[left, least, overhead] = _why(None, None, False, left, min_truncated_tokens, overhead, least)
+            why = self.bounded_why[left, least, overhead] = _why(None, None, False, left, self.min_cut, overhead, least)
         return why
 
-    i, n = 0, len(ranked)
-    dropped_last = False  # whether the chunk before was left out: then look for a run of them
-    while i < n:
-        if left < floor:  # and so for every later chunk: one run, not a walk
-            runs.append((ranked[i:], f"budget exhausted: {max(left, 0)} tokens left, less than any chunk needs ({floor})"))
-            break
-        if bound is not None and dropped_last and (left - floor < min_truncated_tokens or tags_bound is not None):
-            # skip, without building them, the chunks that cannot go in: no summary, more words than
-            # `left`, and too little room to cut them (their empty block costs at least `floor`, their
-            # tags at least `tags_bound`, or exactly `tags_cost`); one run, with one reason or one each
-            whys: str | list[str]
-            if left - floor < min_truncated_tokens:
-                end, whys = skip_unfit(ranked, i, left, bound), skipped_why(left, floor)
-            else:
-                end, whys = skip_uncut(ranked, i, left, bound, tags_bound, tags_cost, min_truncated_tokens,  # type: ignore[arg-type]
-                                       skipped_why)
-            if end > i:
-                runs.append((ranked[i:end], whys))
-                i = end
-                continue
-        chunk = ranked[i]
-        rank = first_rank + i
-        i += 1
-        dropped_last = False
+    def place(self, chunk: Chunk, rank: int) -> bool:
+        """Put the chunk in whole, as its summary, or cut; else drop it with its reason. True if in."""
         summary = chunk.summary
-        # a chunk whose words alone outnumber the tokens left cannot go in whole: don't encode it
-        # (a text of at most 2 x left characters has at most `left` words: no need to count them)
-        text = chunk.text
-        whole = None
-        if bound is not None and len(text) > 2 * left and bound(text, left) > left:
-            need = None
-        else:
-            whole = Item(chunk, "whole", text, rank)
-            need = cost(whole)
-        if need is not None and need <= left and not (prefer_summary and summary is not None):
-            items.append(whole)  # type: ignore[arg-type] - set whenever need is
-            left -= need
-            continue
-        need_summary = None
-        if summary is not None and (bound is None or len(summary) <= 2 * left or bound(summary, left) <= left):
-            short = Item(chunk, "summary", summary, rank)
-            need_summary = cost(short)
-            if need_summary <= left:
-                items.append(short)
-                left -= need_summary
-                continue
-        if need is not None and need <= left:  # preferred the summary, but only the whole chunk fits (a long summary)
-            items.append(whole)  # type: ignore[arg-type]
-            left -= need
-            continue
-        # An empty block costs at least `floor` (and its tags at least `tags_bound`): don't price a
-        # cut that cannot leave enough text.
-        overhead, least = None, floor
-        if left - floor >= min_truncated_tokens:
-            least = floor if tags_bound is None else tags_bound(chunk.title)
-            if left - least >= min_truncated_tokens:
-                overhead = tags_cost(chunk.id, chunk.title) if tags_cost is not None else cost(Item(chunk, "truncated", "", rank))
-        room = -1 if overhead is None else left - overhead
-        if room >= min_truncated_tokens:
-            cut = Item(chunk, "truncated", tokenizer.truncate(chunk.text, room), rank)
-            need_cut = cost(cut)
-            while need_cut > left and cut.text:  # merges at the block's edges can add a token
-                cut = Item(chunk, "truncated", tokenizer.truncate(cut.text, tokenizer.count(cut.text) - (need_cut - left)), rank)
-                need_cut = cost(cut)
-            if cut.text and need_cut <= left and tokenizer.count(cut.text) >= min_truncated_tokens:
-                items.append(cut)
-                left -= need_cut
-                continue
+        whole, need = self.whole(chunk, rank)
+        if whole is not None and need <= self.left and not (self.prefer_summary and summary is not None):  # type: ignore[operator]
+            return self.put(whole, need)  # type: ignore[arg-type]
+        short, need_summary = self.summary(chunk, rank, summary)
+        if short is not None and need_summary <= self.left:  # type: ignore[operator]
+            return self.put(short, need_summary)  # type: ignore[arg-type]
+        if whole is not None and need <= self.left:  # preferred the summary, but only the whole chunk fits
+            return self.put(whole, need)  # type: ignore[arg-type]
+        overhead, least = self.tags_overhead(chunk, rank)
+        if overhead is not None and self.put_cut(chunk, rank, overhead):
+            return True
         if need is None and summary is None and overhead is None:
             # skipped on its bound: the same reason as others skipped with as much left
-            dropped.append((chunk, skipped_why(left, least)))
-            dropped_last = True
-            continue
-        dropped.append((chunk, _why(need, need_summary, summary is not None, left, min_truncated_tokens, overhead, least)))
-        dropped_last = True
-    if prefer_summary:
-        # room left over: give summarised chunks their whole text back, best first
+            self.dropped.append((chunk, self.skipped_why(self.left, least)))
+        else:
+            self.dropped.append((chunk, _why(need, need_summary, summary is not None, self.left, self.min_cut,
+                                             overhead, least)))
+        return False
+
+    def put(self, item: Item, need: int) -> bool:
+        self.items.append(item)
+        self.left -= need
+        return True
+
+    def whole(self, chunk: Chunk, rank: int) -> tuple[Item | None, int | None]:
+        """The chunk whole and its cost; (None, None) where its words alone outnumber the tokens left
+        (not encoded: a text of at most 2 x left characters has at most ``left`` words)."""
+        text, left = chunk.text, self.left
+        if self.bound is not None and len(text) > 2 * left and self.bound(text, left) > left:
+            return None, None
+        whole = Item(chunk, "whole", text, rank)
+        return whole, self.cost(whole)
+
+    def summary(self, chunk: Chunk, rank: int, summary: str | None) -> tuple[Item | None, int | None]:
+        """The chunk as its summary and its cost; (None, None) without one, or where its words alone
+        outnumber the tokens left."""
+        left = self.left
+        if summary is None or (self.bound is not None and len(summary) > 2 * left and self.bound(summary, left) > left):
+            return None, None
+        short = Item(chunk, "summary", summary, rank)
+        return short, self.cost(short)
+
+    def tags_overhead(self, chunk: Chunk, rank: int) -> tuple[int | None, int]:
+        """What the chunk's block costs with no text (None where a bound shows that too little
+        room is left for a cut, so it is not priced), and the least it can cost."""
+        overhead, least, floor = None, self.floor, self.floor
+        if self.left - floor >= self.min_cut:
+            least = floor if self.tags_bound is None else self.tags_bound(chunk.title)
+            if self.left - least >= self.min_cut:
+                overhead = (self.tags_cost(chunk.id, chunk.title) if self.tags_cost is not None
+                            else self.cost(Item(chunk, "truncated", "", rank)))
+        return overhead, least
+
+    def put_cut(self, chunk: Chunk, rank: int, overhead: int) -> bool:
+        """Put the chunk in cut at a token boundary, if at least ``min_cut`` of its tokens fit."""
+        left, room, tokenizer, cost = self.left, self.left - overhead, self.tokenizer, self.cost
+        if room < self.min_cut:
+            return False
+        cut = Item(chunk, "truncated", tokenizer.truncate(chunk.text, room), rank)
+        need_cut = cost(cut)
+        while need_cut > left and cut.text:  # merges at the block's edges can add a token
+            cut = Item(chunk, "truncated", tokenizer.truncate(cut.text, tokenizer.count(cut.text) - (need_cut - left)), rank)
+            need_cut = cost(cut)
+        if cut.text and need_cut <= left and tokenizer.count(cut.text) >= self.min_cut:
+            return self.put(cut, need_cut)
+        return False
+
+    def give_back_whole(self) -> None:
+        """Room left over: give summarised chunks their whole text back, best first."""
+        items, cost = self.items, self.cost
         for k, item in enumerate(items):
             if item.form == "summary":
                 extra = cost(Item(item.chunk, "whole", item.chunk.text, item.rank)) - cost(item)
-                if extra <= left:
+                if extra <= self.left:
                     items[k] = Item(item.chunk, "whole", item.chunk.text, item.rank)
-                    left -= extra
-    return Fit(items, dropped, available - left, runs)
+                    self.left -= extra
 
 
-def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int]) -> int:
+def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
+               over: int | None = None) -> int:
     """From ``start``, the chunks that cannot go in ``left`` tokens where no chunk can be cut (see
     :func:`fit`): no summary and more words than ``left``. Returns the index of the first chunk that
-    might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it skips.
+    might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it
+    skips. ``over``, if given, is where the texts from ``start`` stop having more words than
+    ``left`` (a lazy sequence's scan: its chunks have no summary).
     """
+    if over is not None:
+        return over
     i, limit = start, 2 * left
-    many, cols = getattr(bound, "scan", None), columns(ranked)
-    if many is not None and cols is not None:  # the bound's own scan of a lazy sequence's texts (C)
-        texts, _titles, _ids, order = cols
-        return int(many(texts, order, start, left, limit))
     for text, _title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
             break
@@ -228,46 +292,27 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
 
 def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
                tags_bound: Callable[[str | None], int], tags_cost: Callable[[str, str | None], int] | None,
-               min_truncated_tokens: int, why: Callable[[int, int, int | None], str]) -> tuple[int, list[str]]:
+               min_truncated_tokens: int, why: Callable[[int, int, int | None], str],
+               over: int | None = None) -> tuple[int, list[str]]:
     """From ``start``, the chunks that cannot go in ``left`` tokens, where a chunk with short enough
     tags could be cut: no summary, more words than ``left``, and tags that leave fewer than
     ``min_truncated_tokens`` (by ``tags_bound`` of the title, else by ``tags_cost`` exactly).
     Returns the index of the first chunk that might go in and each skipped chunk's reason,
-    ``why(left, tags bound, exact tags cost or None)``. Reads texts, titles and ids only.
+    ``why(left, tags bound, exact tags cost or None)``. Reads texts, titles and ids only. ``over``,
+    as for :func:`skip_unfit`: then only the titles and ids of the ranks before it are read.
     """
-    i, limit = start, 2 * left
     whys: list[str] = []
-    by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
-    by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
-
-    def reason(title: str | None, chunk_id: Callable[[], str]) -> str | None:
-        """Why a chunk with this title and more words than ``left`` cannot be cut; None if it might be."""
-        found = by_title.get(title, "")
-        if found == "":
-            least = tags_bound(title)
-            found = by_title[title] = why(left, least, None) if left - least < min_truncated_tokens else None
-        if found is None:
-            if tags_cost is None or left - (overhead := tags_cost(chunk_id(), title)) >= min_truncated_tokens:
-                return None
-            found = by_cost.get(overhead)
-            if found is None:  # (a reason that names the tags' cost does not name their bound)
-                found = by_cost[overhead] = why(left, 0, overhead)
-        return found
-
-    many, cols = getattr(bound, "scan", None), columns(ranked)
-    if many is not None and cols is not None:
-        # the bound's own scan (C) skips the chunks whose text is over and whose title (or tags'
-        # price) already has a reason; it stops (~i) at one that needs deciding here, or (i) where
-        # a text might fit
-        texts, titles, ids, order = cols
-        room = left - min_truncated_tokens  # tags that cost more leave too little room for a cut
-        while (i := many(texts, order, i, left, limit, titles, by_title, whys, ids, tags_cost, room, by_cost)) < 0:
-            at = order[~i]
+    reason = _UncutReasons(left, tags_bound, tags_cost, min_truncated_tokens, why)
+    cols = columns(ranked) if over is not None else None
+    if cols is not None:
+        _texts, titles, ids, order = cols
+        for rank in range(start, over):  # type: ignore[arg-type] - set with cols
+            at = order[rank]
             if (found := reason(titles[at], ids[at].__str__)) is None:
-                return ~i, whys
+                return rank, whys
             whys.append(found)
-            i = ~i + 1
-        return i, whys
+        return over, whys  # type: ignore[return-value]
+    i, limit = start, 2 * left
     for text, title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left or (
                 found := reason(title, partial(id_at, ranked, i))) is None:
@@ -275,6 +320,33 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
         whys.append(found)
         i += 1
     return i, whys
+
+
+class _UncutReasons:
+    """Why a chunk with this title and more words than ``left`` cannot be cut; None if it might be
+    (its tags leave room: by ``tags_bound`` of its title, then by ``tags_cost`` of its id)."""
+
+    __slots__ = ("left", "tags_bound", "tags_cost", "min_cut", "why", "by_title", "by_cost")
+
+    def __init__(self, left: int, tags_bound: Callable[[str | None], int],
+                 tags_cost: Callable[[str, str | None], int] | None, min_cut: int,
+                 why: Callable[[int, int, int | None], str]) -> None:
+        self.left, self.tags_bound, self.tags_cost, self.min_cut, self.why = left, tags_bound, tags_cost, min_cut, why
+        self.by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
+        self.by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
+
+    def __call__(self, title: str | None, chunk_id: Callable[[], str]) -> str | None:
+        found = self.by_title.get(title, "")
+        if found == "":
+            least = self.tags_bound(title)
+            found = self.by_title[title] = self.why(self.left, least, None) if self.left - least < self.min_cut else None
+        if found is None:
+            if self.tags_cost is None or self.left - (overhead := self.tags_cost(chunk_id(), title)) >= self.min_cut:
+                return None
+            found = self.by_cost.get(overhead)
+            if found is None:  # (a reason that names the tags' cost does not name their bound)
+                found = self.by_cost[overhead] = self.why(self.left, 0, overhead)
+        return found
 
 
 def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,

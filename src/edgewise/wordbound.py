@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from . import compiled
 
@@ -58,16 +57,11 @@ class WordBound:
     """:func:`words_bound` for one encoding's junctions (``()`` for cl100k, :data:`O200K_BRIDGES`),
     as a tokenizer's ``lower_bound``, with ``scan``, the same bound over many texts at once.
 
-    ``scan(texts, order, start, stop, limit, titles=None, reasons=None, whys=None, ids=None,
-    price=None, room=0, costs=None)``: from rank ``start`` of ``order`` (positions in ``texts``, best
-    first; None: ``texts`` in order), the first rank whose text has ``limit`` characters or fewer,
-    or a bound of ``stop`` or less; ``len(order)`` if none. With ``reasons`` (by title, ``titles``
-    holding each text's), a chunk is skipped only where its title's reason is a string, appended to
-    ``whys``; where it is None and ``price`` is given, where ``price(id, title)`` (``ids`` holding
-    each text's id) is more than ``room`` and ``costs`` has a string for that price. The scan stops
-    at a chunk whose text passes but whose title or price has no reason yet (or whose price is
-    ``room`` or less), for the caller to decide, and returns ``~rank`` (negative) for it. It runs in
-    C where ``edgewise._scan`` is built (:data:`SCANNER` says), called with no Python frame between.
+    ``scan(texts, order, start, stop, limit)``: from rank ``start`` of ``order`` (positions in
+    ``texts``, best first; None: ``texts`` in order), the first rank whose text has ``limit``
+    characters or fewer, or a bound of ``stop`` or less; ``len(order)`` if none. It knows texts
+    only: why a caller skips the texts it passes over is the caller's (:mod:`edgewise.select`). It
+    runs in C where ``edgewise._scan`` is built (:data:`SCANNER` says), else in Python.
 
     >>> bound = WordBound()
     >>> bound("four words right here", 2), bound.scan(["a b c d", "a b", "a b c"], [2, 0, 1], 0, 2, 0)
@@ -86,11 +80,8 @@ class WordBound:
         return words_bound(text, stop, self.bridges)
 
 
-def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, start: int, stop: int, limit: int,
-                  titles: list[Any] | None = None, reasons: dict[Any, Any] | None = None,
-                  whys: list[str] | None = None, ids: list[str] | None = None,
-                  price: Callable[[str, Any], int] | None = None, room: int = 0,
-                  costs: dict[int, str] | None = None) -> int:
+def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, start: int, stop: int,
+                  limit: int) -> int:
     """``WordBound.scan`` in Python: what ``edgewise._scan.scan_words`` does in C (a test holds the
     two to the same answers), for an install where it could not be compiled."""
     bound = partial(words_bound, bridges=O200K_BRIDGES) if bridged else words_bound
@@ -98,22 +89,9 @@ def scan_words_py(bridged: bool, texts: list[str], order: list[int] | None, star
     # the texts from `start` on, read by iterators in C (no copy: a scan is entered again and again)
     ranks = range(start, n)
     column = map(texts.__getitem__, ranks if order is None else map(order.__getitem__, ranks))
-    if reasons is None:
-        for rank, text in enumerate(column, start):
-            if len(text) <= limit or bound(text, stop) <= stop:
-                return rank
-        return n
     for rank, text in enumerate(column, start):
         if len(text) <= limit or bound(text, stop) <= stop:
             return rank
-        at = rank if order is None else order[rank]
-        why = reasons.get(titles[at], "")  # type: ignore[index] - given with reasons ("": missing)
-        if why is None and price is not None:
-            cost = price(ids[at], titles[at])  # type: ignore[index] - given with price
-            why = costs.get(cost) if cost > room else None  # type: ignore[union-attr] - given with price
-        if not isinstance(why, str) or why == "":
-            return ~rank
-        whys.append(why)  # type: ignore[union-attr] - given with reasons
     return n
 
 
