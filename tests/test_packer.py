@@ -289,3 +289,43 @@ def test_the_debug_record_is_built_from_one_trace_the_packer_fills(monkeypatch):
     assert [(r["id"], r["outcome"], r["reason"]) for r in again.chunks] == [
         ("a", "placed", "fits whole"), ("b", "dropped", "beyond top_k=3 (rank 4)"), ("c", "placed", "fits whole"),
         ("a", "dropped", "duplicate id: merged into input #0, which has the higher score"), ("d", "truncated", "cut at a token boundary to fit")]
+
+
+# -- Packer.pack_with: what variants calls ------------------------------------------------------
+
+def test_pack_with_uses_exactly_the_options_given_and_places_the_key_chunk_by_section():
+    packer = Packer(tokenizer="words", budget=5000, high_importance_k=2)
+    chunks = [{"id": i, "text": i, "score": 1.0} for i in "abcd"]
+    assert packer.pack_with("q", chunks, PackOptions(tokenizer="words")).debug_info.budget is None
+    assert packer.pack_with("q", chunks, {"tokenizer": "words"}).prompt == pack("q", chunks, tokenizer="words").prompt
+    opts = packer.options.replace(key_id="a", order="position:middle")
+    assert {ks: packer.pack_with("q", chunks, opts, key_section=ks).debug_info.sections for ks in (None, "A", "B", "C")} == {
+        None: {"A": ["b", "a"], "B": ["c", "d"], "C": []},
+        "A": {"A": ["b", "a"], "B": ["c", "d"], "C": []},
+        "B": {"A": ["b"], "B": ["a", "c", "d"], "C": []},
+        "C": {"A": ["b", "a"], "B": ["c", "d"], "C": []},
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "key_section", "error", "message"),
+    [
+        ({"key_id": "a", "order": "position:middle"}, "D", InputError, "key_section must be one of A, B, C, but got 'D'"),
+        ({"key_id": "a", "order": "position:middle"}, 2, InputError, "key_section must be a string, but got int"),
+        ({"key_id": "a"}, "B", ConfigError, "key_section places the key chunk of a position test, so it needs a key_id "
+         "and order position:..., but got order 'edges' and key_id 'a'"),
+        ({"order": "position:0"}, "B", ConfigError, "key_section places the key chunk of a position test, so it needs a "
+         "key_id and order position:..., but got order 'position:0' and key_id None"),
+    ],
+)
+def test_pack_with_refuses_a_key_section_it_cannot_use(options, key_section, error, message):
+    with pytest.raises(error) as exc:
+        Packer(tokenizer="words").pack_with("q", ["a", "b"], {"tokenizer": "words", **options}, key_section=key_section)
+    assert str(exc.value) == message
+
+
+def test_no_module_calls_a_private_method_of_the_packer():
+    src = Path(edgewise.__file__).parent
+    calls = [f"{p.relative_to(src)}: {line.strip()}" for p in sorted(src.rglob("*.py")) if p.name != "packer.py"
+             for line in p.read_text(encoding="utf-8").splitlines() if re.search(r"\bpacker\(\)\._|\bpacker\._", line)]
+    assert calls == []

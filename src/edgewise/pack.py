@@ -94,7 +94,7 @@ def variants(
                 raise ConfigError(f"position {name!r} names a section, but layout {base.to_dict()['layout']!r} has none; "
                                   "use first, middle, last or an index, or layout='sections'")
             opts = base.replace(order=f"position:{SECTION_POSITIONS[name]}")
-            out[name] = packer._pack(query, items, opts, key_section=name)
+            out[name] = packer.pack_with(query, items, opts, key_section=name)
         else:
-            out[name] = packer._pack(query, items, base.replace(order=f"position:{p}"))
+            out[name] = packer.pack_with(query, items, base.replace(order=f"position:{p}"))
     return out

@@ -125,9 +125,31 @@ class Packer:
 
         ``options`` replaces the packer's options for this call; ``overrides`` change single ones.
         """
-        return self._pack(query, chunks, (self.options if options is None else _options(options)).replace(**overrides))
+        return self.pack_with(query, chunks, (self.options if options is None else _options(options)).replace(**overrides))
 
-    def _pack(self, query: str, chunks: Iterable[Any], opts: PackOptions, key_section: str | None = None) -> Packed:
+    def pack_with(self, query: str, chunks: Iterable[Chunk | Mapping[str, Any] | str],
+                  options: PackOptions | Mapping[str, Any], *, key_section: str | None = None) -> Packed:
+        """Pack with exactly ``options`` (not merged with the packer's): what :meth:`pack` and
+        :func:`edgewise.variants` call.
+
+        ``key_section`` is where the key chunk of a position test (``order="position:..."`` with a
+        ``key_id``) goes in a layout with sections (``sections``): ``"B"`` keeps it out of the key
+        facts (Sections A and C), so it sits only in the extended context; ``"A"`` and ``"C"`` leave
+        it among the key facts, where the order puts it (the default).
+
+        >>> packer = Packer(tokenizer="words", high_importance_k=2)
+        >>> opts = packer.options.replace(key_id="a", order="position:middle")
+        >>> chunks = [{"id": i, "text": i, "score": 1.0} for i in "abcd"]
+        >>> packer.pack_with("q", chunks, opts).debug_info.sections
+        {'A': ['b', 'a'], 'B': ['c', 'd'], 'C': []}
+        >>> packer.pack_with("q", chunks, opts, key_section="B").debug_info.sections
+        {'A': ['b'], 'B': ['a', 'c', 'd'], 'C': []}
+        """
+        opts = _options(options)
+        check_str("key_section", key_section, optional=True, choices=("A", "B", "C"))
+        if key_section is not None and (opts.key_id is None or not opts.order.startswith("position:")):
+            raise ConfigError(f"key_section places the key chunk of a position test, so it needs a key_id and order "
+                              f"position:..., but got order {opts.order!r} and key_id {opts.key_id!r}")
         check_str("query", query)
         if opts.model is not None:
             opts = for_model(opts)
