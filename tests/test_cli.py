@@ -213,3 +213,31 @@ def test_variants_keeps_an_explicit_sections_layout(tmp_path, capsys):
                       "--format", "json", *given]) == 0
         out = _json.loads(capsys.readouterr().out)
         assert out["first"]["debug_info"]["layout"] == want
+
+
+def test_the_output_formats_are_defined_once_and_every_one_is_written(capsys, chunks_file):
+    import importlib
+    import re
+    from pathlib import Path
+
+    import edgewise
+    from edgewise.cli import build_parser
+    from edgewise.cli import pack as cli_pack
+
+    library = importlib.import_module("edgewise.pack")  # the module: `edgewise.pack` is the function
+    assert cli_pack.FORMATS is library.FORMATS == ("text", "json", "openai", "anthropic")
+    src = Path(edgewise.__file__).parent
+    defined = [str(p.relative_to(src)) for p in sorted(src.rglob("*.py"))
+               if re.search(r"^\s*FORMATS\s*[:=]", p.read_text(encoding="utf-8"), re.M)]
+    assert defined == ["pack.py"]
+    for command in ("pack", "variants", "retrieve"):
+        parser = build_parser([command])
+        sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+        assert next(a for a in sub._actions if a.dest == "format").choices is library.FORMATS
+    packed = edgewise.pack("capital?", CHUNKS, tokenizer="words")
+    expected = {"text": packed.prompt, "json": packed.to_dict(), "openai": packed.messages("openai"),
+                "anthropic": packed.messages("anthropic")}
+    for fmt in library.FORMATS:
+        code, out, _ = run(capsys, "pack", "-q", "capital?", "-c", chunks_file, "-t", "words", "-f", fmt)
+        assert code == 0
+        assert (out.rstrip("\n") if fmt == "text" else json.loads(out)) == expected[fmt]

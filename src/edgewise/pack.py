@@ -24,6 +24,7 @@ from .errors import ConfigError, InputError
 from .options import PackOptions
 from .packer import Packed, default_packer
 
+#: what a packed prompt can be written as: the prompt text, Packed.to_dict() as JSON, or Packed.messages(format)
 FORMATS = ("text", "json", "openai", "anthropic")
 __all__ = ["DebugInfo", "FORMATS", "Packed", "pack", "variants"]
 

@@ -10,10 +10,9 @@ import json
 import sys
 from typing import Any
 
+from ..pack import FORMATS  # the output formats, defined with pack() (loaded by `import edgewise` anyway)
 from .io import dumps, read_chunk_list, text_arg, write_out
 from .lazy import command
-
-FORMATS = ("text", "json", "openai", "anthropic")
 
 
 def _emit(packed: Any, fmt: str) -> str:
