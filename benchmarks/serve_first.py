@@ -4,7 +4,8 @@ For each chunk count (default 20 and 200 chunks of ~150 cl100k tokens, budget 4,
 ``--starts`` starts (default 5), the script starts ``edgewise serve --host 127.0.0.1`` (one worker)
 from this checkout and, with ``--baseline-src DIR``, from another checkout's ``src`` too (the
 alternative, e.g. before a change), one after the other; waits for ``/healthz``; then sends
-``--requests`` (default 30) ``POST /v1/pack`` one at a time over a kept-alive connection. Every
+``--requests`` (default 30) ``POST /v1/pack`` one at a time over a kept-alive connection, each
+written whole at once (:class:`RawClient`). Every
 request carries texts the server has not seen (NQ passage windows drawn with a seed of their own),
 so each one counts its chunks afresh and the first differs from the others only by what the process
 does once, and by the pause before it: the first request is sent ``--idle`` seconds (default 1)
@@ -30,8 +31,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_load import Server, inputs  # noqa: E402
 
@@ -39,17 +38,54 @@ import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 
 
+class RawClient:
+    """One kept-alive loopback connection that writes each request whole, in one ``sendall``: the
+    server's time then holds no wait for a client still producing its body (an HTTP client's own
+    first request is slower to send, and the server's clock runs from the headers)."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.rsplit("/", 1)[1].split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        self.sock.sendall(head + body)
+        while b"\r\n\r\n" not in self.buf:
+            self.buf += self._recv()
+        top, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = top.decode("latin-1").split("\r\n")
+        length = next(int(v) for k, _, v in (h.partition(":") for h in lines[1:]) if k.lower() == "content-length")
+        while len(self.buf) < length:
+            self.buf += self._recv()
+        reply, self.buf = self.buf[:length], self.buf[length:]
+        return int(lines[0].split()[1]), reply
+
+    def _recv(self) -> bytes:
+        data = self.sock.recv(1 << 16)
+        if not data:
+            raise SystemExit("the server closed the connection")
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def one_start(server: Server, bodies: list[bytes], idle: float) -> list[float]:
     """The server's ms for each body, sent one at a time: the first ``idle`` s after /healthz answered,
     the last ``idle`` s after the one before it (a request after the same pause, in a warm process)."""
-    nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    with httpx.Client(timeout=60, transport=nodelay) as client:
+    client = RawClient(server.url)
+    try:
         for i, body in enumerate(bodies):
             if i in (0, len(bodies) - 1):
                 time.sleep(idle)
-            r = client.post(server.url + "/v1/pack", content=body, headers={"content-type": "application/json"})
-            if r.status_code != 200:
-                raise SystemExit(f"{server.url} answered {r.status_code}: {r.text[:300]}")
+            status, reply = client.post("/v1/pack", body)
+            if status != 200:
+                raise SystemExit(f"{server.url} answered {status}: {reply[:300]!r}")
+    finally:
+        client.close()
     deadline = time.monotonic() + 10
     while True:  # the access log's last line is written once the reply has gone
         server.read = 0
