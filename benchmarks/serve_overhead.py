@@ -12,7 +12,8 @@ each server and packed once in-process (the count caches hold the same texts eve
 Columns (medians, ms):
 
 - **pack**: ``Packer.pack(...).to_dict()`` in this process (the shared default packer, its counter
-  sped up as the server's is);
+  sped up and the objects built before the rounds frozen out of the garbage collector, as the
+  server's are);
 - **pack+json** and **pack+orjson**: the same plus ``json.dumps`` (what the in-process baseline of
   ``serve_load.py`` times) or ``orjson.dumps``;
 - **server**: the server's own time per request, ``duration_ms`` of its access log (from the
@@ -25,6 +26,7 @@ Columns (medians, ms):
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import socket
@@ -91,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     tok = packer.tokenizer(packer.options)
     if getattr(tok, "speed_up", None) is not None:
         tok.speed_up()  # as edgewise serve does at start
+    gc.collect()
+    gc.freeze()  # as edgewise serve does after its warm-up: the inputs built here are not walked by every collection
     print(f"edgewise {edgewise.__version__}; Python {sys.version.split()[0]}; {os.cpu_count()} CPUs (shared with "
           f"other jobs); budget {args.budget}; {args.rounds} rounds x {args.block} requests per column, alternated; "
           f"pool of {args.pool} inputs; load average {os.getloadavg()[0]:.2f} before")
