@@ -15,9 +15,9 @@ interleaved, ``--reps`` times (medians reported):
 - ``local x2``: a pool of 2 spawned workers (their start-up included), per worker = rows/s ÷ 2;
 - ``ray xW``: ``engine="ray"`` with W Packer actors on a local Ray instance started once before
   (``ray.init`` timed apart). Its **steady** rate leaves out what a job pays once (starting the
-  actors, planning): it is (rows - small) / (seconds - seconds of a job of ``small`` = rows / 4
-  rows), the two jobs run back to back; the pool ways get the same steady figure, so the two
-  compare like for like.
+  actors, planning, joining the result): the rows of every unit but the first over the time from
+  the first unit file written to the last (the files' modification times, ``Summary.extra``); the
+  pool ways get the same steady figure, so the two compare like for like.
 
 ``CPU rows/s`` is rows over the CPU seconds of the processes that packed (this process, or the
 pool's workers, counted when they end; not measured for Ray's actors): on a shared machine it is
@@ -78,7 +78,7 @@ def run_loop(path: Path, options, parse: bool = False) -> tuple[float, float]:
 
 
 def run_engine(path: Path, out: Path, options, engine: str, workers: int, rows: int,
-               chunk_records: bool = False) -> tuple[float, float]:
+               chunk_records: bool = False) -> tuple[float, float, float]:
     import resource
 
     from edgewise.batch import run
@@ -88,50 +88,49 @@ def run_engine(path: Path, out: Path, options, engine: str, workers: int, rows: 
         return (kids.ru_utime + kids.ru_stime) if workers > 1 else (me.ru_utime + me.ru_stime)
 
     t0, c0 = time.perf_counter(), cpu()
-    summary = run(path, out, options, engine=engine, concurrency=workers, chunk_records=chunk_records)
+    summary = run(path, out, options, engine=engine, concurrency=workers, chunk_records=chunk_records,
+                  rows_per_unit=max(1, rows // 20))
     wall, used = time.perf_counter() - t0, cpu() - c0
     check(summary, rows)
-    return wall, used if engine == "local" else float("nan")
+    steady = summary.extra.get("steady_rows_per_s") or float("nan")
+    return wall, used if engine == "local" else float("nan"), steady
 
 
 WAYS = {"loop": "pack() loop, 1 process (rows parsed, no I/O)", "readloop": "read + pack() loop, 1 process",
         "local1": "local x1: read + pack + write Parquet", "local1rec": "local x1 + chunk records",
         "local2": "local x2: process pool, per worker", "ray1": "ray x1: one actor", "ray2": "ray x2: per actor"}
-STEADY = ("local1", "local2", "ray1", "ray2")
 
 
-def one(way: str, src: Path, out: Path, options, rows: int) -> tuple[float, float]:
+def one(way: str, src: Path, out: Path, options, rows: int) -> tuple[float, float, float]:
     if way in ("loop", "readloop"):
-        return run_loop(src, options, parse=way == "readloop")
+        return (*run_loop(src, options, parse=way == "readloop"), float("nan"))
     engine, workers = ("local", 1) if way == "local1rec" else (way[:-1], int(way[-1]))
     return run_engine(src, out, options, engine, workers, rows, chunk_records=way == "local1rec")
 
 
 def measure(tmp: Path, nq: list[dict], n: int, rows: int, ways: list[str], reps: int, options) -> list[dict]:
-    """Every way on the same file, interleaved ``reps`` times; steady rates from a job of rows // 4."""
+    """Every way on the same file (20 units for the batch ways), interleaved ``reps`` times; medians."""
     import statistics
 
-    src, small_src = tmp / f"in-{n}.jsonl", tmp / f"in-{n}-small.jsonl"
-    small = max(1, rows // 4)
+    src = tmp / f"in-{n}.jsonl"
     write_requests(src, nq, rows, n)
-    write_requests(small_src, nq, small, n)
     got: dict[str, list[tuple[float, float, float]]] = {w: [] for w in ways}
     for rep in range(reps):
         for way in ways:
-            wall, cpu = one(way, src, tmp / f"out-{n}-{way}-{rep}", options, rows)
-            steady = float("nan")
-            if way in STEADY:
-                small_wall, _ = one(way, small_src, tmp / f"out-{n}-{way}-{rep}-small", options, small)
-                steady = (rows - small) / (wall - small_wall) if wall > small_wall else float("nan")
-            got[way].append((wall, cpu, steady))
-            print(f"  {n} chunks x {rows} rows, {way}, rep {rep + 1}: {wall:.1f} s", file=sys.stderr, flush=True)
+            got[way].append(one(way, src, tmp / f"out-{n}-{way}-{rep}", options, rows))
+            print(f"  {n} chunks x {rows} rows, {way}, rep {rep + 1}: {got[way][-1][0]:.1f} s", file=sys.stderr,
+                  flush=True)
     out = []
     for way, runs in got.items():
         workers = 2 if way.endswith("2") else 1
-        med = {k: statistics.median(r[i] for r in runs) for i, k in enumerate(("wall", "cpu", "steady"))}
-        out.append({"chunks": n, "rows": rows, "way": way, "workers": workers, "seconds": med["wall"],
-                    "rows_per_s": rows / med["wall"] / workers, "cpu_rows_per_s": rows / med["cpu"],
-                    "steady_rows_per_s": med["steady"] / workers})
+
+        def med(i: int, runs: list = runs) -> float:
+            values = [r[i] for r in runs if r[i] == r[i]]
+            return statistics.median(values) if values else float("nan")
+
+        out.append({"chunks": n, "rows": rows, "way": way, "workers": workers, "seconds": med(0),
+                    "rows_per_s": rows / med(0) / workers, "cpu_rows_per_s": rows / med(1),
+                    "steady_rows_per_s": med(2) / workers})
     return out
 
 

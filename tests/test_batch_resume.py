@@ -75,7 +75,7 @@ def _alive(pid):
 
 def _units_written(out):
     d = out / ".units"
-    return sum(1 for f in d.iterdir() if f.name.endswith(".parquet")) if d.is_dir() else 0
+    return sum(1 for f in d.iterdir() if f.name.endswith(".arrow")) if d.is_dir() else 0
 
 
 def _stop_at(src, out, units, sig):
