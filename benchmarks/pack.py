@@ -50,7 +50,7 @@ Columns of the budget-fidelity table (token counts are cl100k, medians over repe
 - ``haystack docs``: documents the ranker returned. ``haystack doc tokens``: their contents'
   tokens (no template, no query), median and its signed share of B.
 
-The summary table maps each measurable target of issue 9 to this run's rows. A target covers rows by
+The summary table maps each measurable packing target (BENCHMARKS.md) to this run's rows. A target covers rows by
 chunks, budget and ``binds``: "≥ 200 chunks, budget binds" is every row of ≥ 200 chunks whose
 ``binds`` is yes; "200 chunks, everything fits" every row of 200 chunks whose ``binds`` is no (32k
 and 128k: 200 bare chunks fit in 32k, edgewise's template then leaves a few out); "20 chunks" and
@@ -444,7 +444,7 @@ def summary_row(t: Target, rows: list[Row]) -> list[str]:
             f"{fmt(worst)} at {worst_at}", f"{spread:.2f}× at {spread_at}", limit, met]
 
 
-SUMMARY_HEADER = ["target (issue 9)", "rows (chunks / budget)", "largest median", "largest worst",
+SUMMARY_HEADER = ["packing target", "rows (chunks / budget)", "largest median", "largest worst",
                   "same pack twice, largest worst spread", "target", "met"]
 
 
@@ -538,7 +538,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
     print(markdown(NOISE_HEADER, [noise_row(r) for r in rows]))
     print("\nBudget fidelity\n")
     print(markdown(FIDELITY_HEADER, [fidelity_row(r) for r in rows]))
-    print("\nIssue 9 targets, from the rows above\n")
+    print("\nPacking targets, from the rows above\n")
     print(markdown(SUMMARY_HEADER, [summary_row(t, rows) for t in TARGETS], align="---"))
     print(f"\nRun took {time.perf_counter() - started:.1f} s; {load_before} (1/5/15 min) before, {load()} after.")
     return rows

@@ -24,7 +24,10 @@ and title). Printed: one line per budget
 checkout, and the hand-written count-and-cut loop of ``benchmarks/pack.py`` on the same input.
 
     .venv/bin/python benchmarks/pack_band.py [--chunks 20000] [--budgets 4000:4261] [--reps 1]
-        [--against CHECKOUT] [--data FILE|DIR] [--counter quicktok|rs-bpe] [--passes c|python]
+        [--against CHECKOUT] [--data FILE|DIR] [--counter quicktok|rs-bpe] [--passes c|python|c,python]
+
+``--passes c,python`` times this checkout's compiled passes and their Python twins on the same
+input, alternated budget by budget (which goes first alternates too); the second column is Python's.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def use_passes(passes: str) -> str:
     if passes == "c":
         if compiled.module is None:
             raise SystemExit(f"asked for the compiled passes, but {compiled.STATUS}")
+        tok.lower_bound.scan = partial(compiled.module.scan_words, tok.lower_bound.bridges != ())
+        ranked.plain_columns = compiled.module.plain_columns
         return "C"
     tok.lower_bound.scan = partial(wordbound.scan_words_py, tok.lower_bound.bridges != ())
     ranked.plain_columns = ranked.plain_columns_py
@@ -87,6 +92,15 @@ def cold(module: Any, query: str, chunks: list[dict[str, Any]], budget: int) -> 
     return (time.process_time() - start) * 1000, packed
 
 
+def timed_python(query: str, chunks: list[dict[str, Any]], budget: int) -> float:
+    """One cold pack of this checkout with its passes in Python, then back to C."""
+    use_passes("python")
+    try:
+        return cold(edgewise, query, chunks, budget)[0]
+    finally:
+        use_passes("c")
+
+
 def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, float | None]]:
     """Run the sweep; returns each budget's (budget, tokens left, band, this ms, other ms)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -98,33 +112,43 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--counter", choices=["quicktok", "rs-bpe"], default="rs-bpe",
                         help="what this checkout counts on (default rs-bpe: a checkout before the switch has no other)")
-    parser.add_argument("--passes", choices=["c", "python"], default="c",
+    parser.add_argument("--passes", choices=["c", "python", "c,python"], default="c",
                         help="this checkout's passes over every chunk: compiled (edgewise._scan, as installed) or "
-                             "their Python twins, as an install without a C compiler runs them")
+                             "their Python twins, as an install without a C compiler runs them; c,python: both, "
+                             "alternated budget by budget (the second column is then Python's, not another checkout's)")
     a = parser.parse_args(argv)
     counter = bench.set_counter(a.counter)
-    passes = use_passes(a.passes)
+    both = a.passes == "c,python"
+    if both and a.against:
+        parser.error("--passes c,python times this checkout twice: it takes no --against")
+    passes = use_passes(a.passes.split(",")[0])
     start, stop = (int(x) for x in a.budgets.split(":"))
-    other = load_other(Path(a.against)) if a.against else None
+    other = load_other(Path(a.against)) if a.against else edgewise if both else None
     maker = bench.ChunkMaker(data_path("nq-open-oracle-dev.jsonl.gz", a.data), a.seed)
     chunks, query = maker.chunks(a.chunks), maker.query()
     encoding = edgewise.tokens.get_tokenizer(TOKENIZER).encoding
     loop_ms = statistics.median(bench.timed(lambda: bench.count_and_cut(encoding, chunks, start))[0] for _ in range(5))
 
-    print(f"this: {_commit(Path(edgewise.__file__))}" + (f"\nother: {_commit(Path(other.__file__))}" if other else ""))
+    print(f"this: {_commit(Path(edgewise.__file__))}" + (f"\nother: {_commit(Path(other.__file__))}" if other and not both else ""))
     print(f"{a.chunks:,} chunks, {len({c['title'] for c in chunks}):,} distinct titles, budgets {start}..{stop - 1}, "
           f"cold pack, CPU ms, median of {a.reps} per budget; this checkout counts on {counter}, "
-          f"its passes over every chunk in {passes}\n")
-    print("budget  left  band          this ms" + ("  other ms" if other else ""))
+          f"its passes over every chunk in {passes}" + (", beside them in Python (alternated budget by budget)" if both else "")
+          + "\n")
+    print("budget  left  band          this ms" + ("  other ms" if other and not both else "  Python ms" if both else ""))
     rows: list[tuple[int, int, str, float, float | None]] = []
     for budget in range(start, stop):
         mine: list[float] = []
         theirs: list[float] = []
         packed = None
-        for _ in range(a.reps):
+        for rep in range(a.reps):
+            python_first = both and (budget + rep) % 2 == 1  # with both, Python first on every other pack
+            if python_first:
+                theirs.append(timed_python(query, chunks, budget))
             ms, packed = cold(edgewise, query, chunks, budget)
             mine.append(ms)
-            if other is not None:
+            if both and not python_first:
+                theirs.append(timed_python(query, chunks, budget))
+            elif other is not None and not both:
                 theirs.append(cold(other, query, chunks, budget)[0])
         kind = band(packed.debug_info, len(chunks))  # type: ignore[union-attr] - reps >= 1
         left = budget - packed.debug_info.prompt_tokens  # type: ignore[union-attr]
@@ -135,7 +159,8 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
     def stats(values: list[float]) -> str:
         return f"{statistics.median(values):.1f} ({max(values):.1f})" if values else "n/a"
 
-    header = ["band", "budgets", "this ms: median (worst)"] + (["other ms: median (worst)"] if other else [])
+    header = ["band", "budgets", f"this ms{' (C)' if both else ''}: median (worst)"] + (
+        [f"{'Python' if both else 'other'} ms: median (worst)"] if other else [])
     table: list[list[str]] = []
     for kind in (*BANDS, "all"):
         picked = [r for r in rows if kind in ("all", r[2])]

@@ -1,6 +1,6 @@
 """Each fast path gives exactly what the general path gives (hypothesis over hostile values).
 
-The per-chunk shortcuts of issue 9 (plain-dict validation straight into the Chunk's slots, the
+The per-chunk shortcuts (plain-dict validation straight into the Chunk's slots, the
 attribute quoting and line indentation that skip json/regex for printable text) must never change a
 prompt or a debug record: the golden file checks fixed inputs, these check generated ones.
 """

@@ -27,6 +27,7 @@ import edgewise.compiled
 import edgewise.ranked
 import edgewise.wordbound as wordbound
 from edgewise import pack
+from edgewise.chunk import Chunk
 from edgewise.ranked import plain_columns_py
 from edgewise.tokens import get_tokenizer
 from edgewise.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
@@ -191,8 +192,10 @@ def _band_inputs() -> tuple[str, list[dict[str, Any]]]:
 BUDGETS = range(1525, 1580)
 
 
-def _sweep(tokenizer: str) -> list[Any]:
+def _sweep(tokenizer: str, as_chunks: bool = False) -> list[Any]:
     query, chunks = _band_inputs()
+    if as_chunks:  # Chunk objects: the general path, walked a chunk at a time
+        chunks = [Chunk.from_dict(c, i) for i, c in enumerate(chunks)]  # type: ignore[misc]
     out = []
     for budget in BUDGETS:
         packed = pack(query, chunks, budget=budget, tokenizer=tokenizer, order="edges", layout="sections")
@@ -221,6 +224,12 @@ def test_packs_are_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pyte
     monkeypatch.setattr(tok.lower_bound, "scan", partial(scan_words_py, bridges != ()))
     monkeypatch.setattr(edgewise.ranked, "plain_columns", plain_columns_py)
     assert _sweep(tokenizer) == compiled
+
+
+def test_the_scan_in_blocks_packs_what_a_walk_chunk_by_chunk_packs() -> None:
+    # runs of hundreds of skipped chunks, some stopped inside a block by a chunk to decide: the lazy
+    # path scans them in blocks (C), the general path one by one (Python); the same packs
+    assert _sweep("cl100k_base") == _sweep("cl100k_base", as_chunks=True)
 
 
 def test_without_the_compiled_scan_edgewise_scans_in_python() -> None:
@@ -257,3 +266,27 @@ def test_a_machine_without_a_c_compiler_still_builds_edgewise(tmp_path: Path) ->
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True)
     return path
+
+
+def test_the_band_sweep_times_c_and_python_side_by_side(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``benchmarks/pack_band.py --passes c,python``: each budget packed with the compiled scan and
+    with its Python twin in the same run, and the process left on the compiled passes. No timing
+    is asserted."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_pack_band_both", ROOT / "benchmarks" / "pack_band.py")
+    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "bench_pack_band_both", bench)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    rows = bench.main(["--chunks", "300", "--budgets", "3998:4008", "--data", str(ROOT / "tests" / "data"),
+                       "--counter", "quicktok", "--passes", "c,python"])
+    out = capsys.readouterr().out
+    assert "its passes over every chunk in C, beside them in Python (alternated budget by budget)\n" in out
+    assert "\nother: " not in out and "| band | budgets | this ms (C): median (worst) | Python ms: median (worst) |" in out
+    assert [r[0] for r in rows] == list(range(3998, 4008)) and all(r[3] > 0 and r[4] > 0 for r in rows)
+    tok = get_tokenizer("cl100k_base")
+    assert tok.lower_bound.scan.func is wordbound.scan_words and edgewise.ranked.plain_columns.__module__ == "edgewise._scan"
+    with pytest.raises(SystemExit):
+        bench.main(["--passes", "c,python", "--against", str(ROOT), "--chunks", "10"])

@@ -132,8 +132,10 @@ class _Walk:
         self.floor = cost(Item(Chunk("", ""), "whole", "", 0))
         # the reasons of chunks skipped on their word bound, by the (left, tags bound, tags cost) they name
         self.bounded_why: dict[tuple[int, int, int | None], str] = {}
-        # (end, left): the texts of the ranks before `end` have more words than `left`, or any fewer tokens
-        self.over = (0, -1)
+        # (end, left, final, block): the texts of the ranks before `end` have more words than `left`
+        # (or any fewer tokens); `final`: and the text at `end` does not (or `end` is the last rank);
+        # `block`: how many ranks that scan read
+        self.over = (0, -1, False, 0)
 
     def run(self, first_rank: int) -> None:
         """Walk the chunks: each goes in, is left out, or starts a run of chunks left out together."""
@@ -159,7 +161,8 @@ class _Walk:
         ``floor``, their tags at least ``tags_bound``, or exactly ``tags_cost``); one run, with one
         reason or one each. Returns the rank after the run."""
         whys: str | list[str]
-        bound, over = self.bound, self.texts_over(i)
+        bound = self.bound
+        over = self.texts_over if getattr(bound, "scan", None) is not None and columns(self.ranked) is not None else None
         if self.left - self.floor < self.min_cut:
             end, whys = skip_unfit(self.ranked, i, self.left, bound, over), self.skipped_why(self.left, self.floor)  # type: ignore[arg-type]
         else:
@@ -169,20 +172,21 @@ class _Walk:
             self.runs.append((self.ranked[i:end], whys))
         return end
 
-    def texts_over(self, i: int) -> int | None:
+    def texts_over(self, i: int) -> tuple[int, bool]:
         """For a lazy sequence, the end of the ranks from ``i`` whose texts have more words than the
-        tokens left, by the bound's own scan (C where built), remembered while ``left`` only falls;
-        None for other sequences, which are walked a chunk at a time."""
-        end, at_left = self.over
+        tokens left, and whether that end is final (its text has not, or it is the last rank) or only
+        where this scan stopped: scanned in blocks that double while a run goes on (by the bound's
+        own scan, C where built), remembered while ``left`` only falls."""
+        end, at_left, final, block = self.over
         if i < end and self.left <= at_left:
-            return end
-        many, cols = getattr(self.bound, "scan", None), columns(self.ranked)
-        if many is None or cols is None:
-            return None
-        texts, _titles, _ids, order = cols
-        end = int(many(texts, order, i, self.left, 2 * self.left))
-        self.over = (end, self.left)
-        return end
+            return end, final and self.left == at_left
+        texts, _titles, _ids, order = columns(self.ranked)  # type: ignore[misc] - a lazy sequence
+        block = 2 * block if i == end else 64
+        part = order[i:i + block]
+        found = int(self.bound.scan(texts, part, 0, self.left, 2 * self.left))  # type: ignore[union-attr]
+        end, final = i + found, found < len(part) or i + block >= len(order)
+        self.over = end, self.left, final, block
+        return end, final
 
     def skipped_why(self, left: int, least: int, overhead: int | None = None) -> str:
         """The reason of a chunk skipped on its word bound (one string for all that name the same)."""
@@ -273,15 +277,19 @@ class _Walk:
 
 
 def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
-               over: int | None = None) -> int:
+               over: Callable[[int], tuple[int, bool]] | None = None) -> int:
     """From ``start``, the chunks that cannot go in ``left`` tokens where no chunk can be cut (see
     :func:`fit`): no summary and more words than ``left``. Returns the index of the first chunk that
     might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it
-    skips. ``over``, if given, is where the texts from ``start`` stop having more words than
-    ``left`` (a lazy sequence's scan: its chunks have no summary).
+    skips. ``over(i)``, if given, is where the texts from ``i`` stop having more words than
+    ``left``, and whether that is final or only where its scan stopped (a lazy sequence's scan:
+    its chunks have no summary).
     """
     if over is not None:
-        return over
+        end, final = over(start)
+        while not final:
+            end, final = over(end)
+        return end
     i, limit = start, 2 * left
     for text, _title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left:
@@ -293,7 +301,7 @@ def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
 def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
                tags_bound: Callable[[str | None], int], tags_cost: Callable[[str, str | None], int] | None,
                min_truncated_tokens: int, why: Callable[[int, int, int | None], str],
-               over: int | None = None) -> tuple[int, list[str]]:
+               over: Callable[[int], tuple[int, bool]] | None = None) -> tuple[int, list[str]]:
     """From ``start``, the chunks that cannot go in ``left`` tokens, where a chunk with short enough
     tags could be cut: no summary, more words than ``left``, and tags that leave fewer than
     ``min_truncated_tokens`` (by ``tags_bound`` of the title, else by ``tags_cost`` exactly).
@@ -306,12 +314,16 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     cols = columns(ranked) if over is not None else None
     if cols is not None:
         _texts, titles, ids, order = cols
-        for rank in range(start, over):  # type: ignore[arg-type] - set with cols
-            at = order[rank]
-            if (found := reason(titles[at], ids[at].__str__)) is None:
-                return rank, whys
-            whys.append(found)
-        return over, whys  # type: ignore[return-value]
+        known, pos, final = reason.by_title.get, start, False
+        while not final:
+            end, final = over(pos)  # type: ignore[misc] - given with cols
+            ranks, pos = range(pos, end), end
+            for rank, title in zip(ranks, map(titles.__getitem__, map(order.__getitem__, ranks))):
+                # (a title already known to leave too little room: its reason, without a call)
+                if (found := known(title)) is None and (found := reason(title, ids[order[rank]].__str__)) is None:
+                    return rank, whys
+                whys.append(found)
+        return pos, whys
     i, limit = start, 2 * left
     for text, title, has_summary in scan(ranked, start):
         if has_summary or len(text) <= limit or bound(text, left) <= left or (
