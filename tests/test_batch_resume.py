@@ -176,3 +176,33 @@ def test_resume_refuses_other_options_or_input_and_a_finished_job_is_refused_pla
     with pytest.raises(InputError, match=r"^output directory '.*ref' holds a finished batch job \(4 rows\); give a "
                                          r"new or empty directory$"):
         run(src, tmp_path / "ref", tokenizer="words", budget=300)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_stops_the_job_with_the_resume_hint(big_input, reference, tmp_path):
+    out = tmp_path / "out"
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen(_cli(big_input, out), stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while len(_children(proc.pid)) < 3 or _units_written(out) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        kids = _children(proc.pid)
+        workers = [k for k in kids if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()]
+        os.kill(workers[0], signal.SIGKILL)
+        code = proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = (tmp_path / "err").read_text()
+    assert code == 2
+    assert err.startswith("edgewise: error: a batch worker died (killed, or out of memory): ") and err.endswith(
+        f" of {UNITS} units are written in '{out}'; re-run the same command with --resume (resume=True) to pack "
+        "the rest\n"), err
+    gone_by = time.monotonic() + 15
+    while any(_alive(k) for k in kids) and time.monotonic() < gone_by:
+        time.sleep(0.1)
+    assert [k for k in kids if _alive(k)] == []
+    _assert_unfinished(out)
+    _resume_and_compare(big_input, out, reference)
