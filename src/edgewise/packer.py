@@ -12,14 +12,14 @@ to call from many threads at once. :func:`edgewise.pack` is a call on a shared d
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import debug
 from .budget import BlockCosts, Layers, Meter, PackCounts, reserve, settle
 from .checks import check_str
-from .chunk import Chunk, normalize_indexed
+from .chunk import Chunk, Merged, normalize_indexed
 from .condense import prune_step, summary_step
 from .debug import DebugInfo
 from .errors import BudgetError, ConfigError, InputError
@@ -146,44 +146,18 @@ class Packer:
         {'A': ['b'], 'B': ['a', 'c', 'd'], 'C': []}
         """
         opts = _options(options)
-        check_str("key_section", key_section, optional=True, choices=("A", "B", "C"))
-        if key_section is not None and (opts.key_id is None or not opts.order.startswith("position:")):
-            raise ConfigError(f"key_section places the key chunk of a position test, so it needs a key_id and order "
-                              f"position:..., but got order {opts.order!r} and key_id {opts.key_id!r}")
+        _check_key_section(opts, key_section)
         check_str("query", query)
         if opts.model is not None:
             opts = for_model(opts)
         shared, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
         tok = PackCounts(shared)  # this pack's counts, over the shared cache
         resolve(opts.order)  # an unknown order fails before any work
-        key_id, position_test = opts.key_id, opts.order.startswith("position:")
-        lazy = None if scorer is not None or key_id is not None or _limits_or_rewrites(opts) else rank_plain(chunks)
-        if lazy is not None:  # plain dicts, nothing to limit or rewrite: chunks are built when read
-            ranked, input_index, ranked_by = lazy
-            kept, dropped, merged, rank_of = ranked, [], [], None
-            n_input = len(ranked)
-        else:
-            unique, input_index, merged = normalize_indexed(chunks)
-            if key_id is not None and key_id not in input_index:
-                raise InputError(f"key_id must name one of the chunks, but got {key_id!r}")
-            if position_test and key_id is not None:
-                slot_index(opts.order.partition(":")[2], len(unique))  # K counts the input chunks
-
-            # score, then limit
-            ranked, ranked_by = rank(query, unique, scorer, rescore=opts.rescore)
-            if key_id is not None and position_test:  # the subject of a position test goes in first, whatever its score
-                ranked.sort(key=lambda c: c.id != key_id)
-            kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
-                                  word_count_threshold=opts.word_count_threshold)
-            rank_of = {c.id: r for r, c in enumerate(ranked)}
-            if key_id is not None and position_test and key_id not in {c.id for c in kept}:
-                why = next(w for c, w in dropped if c.id == key_id)
-                raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")
-            n_input = len(unique)
+        ranking = _rank_and_limit(query, chunks, opts, scorer)
 
         # prune, summarise
         key_facts = hooks.key_facts(lay, opts.high_importance_k)
-        pruned: list[dict[str, Any]] = []
+        kept, pruned = ranking.kept, []
         if opts.prune is not None:
             kept, pruned = prune_step(query, kept, opts.prune, relative=opts.prune_relative, scorer=opts.prune_scorer)
         if opts.summaries == "auto":
@@ -195,34 +169,87 @@ class Packer:
                         opts.high_importance_k, opts.query_aware)
         meter = Meter(tok)
         layers, fixed = reserve(layers, lay, meter, opts.budget, opts.trim_profile)
-
-        def render(items: list[Item], reminders: tuple[Item, ...]) -> Rendered:
-            by_rank = sorted(items, key=lambda it: it.rank)
-            key = next((r for r, it in enumerate(by_rank) if it.id == key_id), None)
-            if position_test and key_id is not None:
-                _check_position(opts, key, len(by_rank), n_input)
-                if key_section == "B":  # not a key fact: the layout puts it with the extended context
-                    by_rank[key] = replace(by_rank[key], rank=len(ranked))
-            placed = place(opts.order, len(by_rank), key=key,
-                           input_order=sorted(range(len(by_rank)), key=lambda r: input_index[by_rank[r].id]))
-            return lay.render(layers.input(tuple(by_rank[r] for r in placed), reminders))
-
         cost = BlockCosts(lay, tok)
-        settled = settle(kept, rank_of=rank_of, head_n=len(kept) if key_facts is None else key_facts,
-                         budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter, render=render,
+        settled = settle(kept, rank_of=ranking.rank_of, head_n=len(kept) if key_facts is None else key_facts,
+                         budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter,
+                         render=_renderer(opts, lay, layers, ranking, key_section),
                          min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
         rendered = settled.rendered
         info = debug.build(debug.PackTrace(
-            rendered=rendered, items=settled.items, dropped=dropped + settled.dropped, runs=settled.runs, merged=merged,
-            input_index=input_index, ranked=ranked,
-            cost=cost,
+            rendered=rendered, items=settled.items, dropped=ranking.dropped + settled.dropped, runs=settled.runs,
+            merged=ranking.merged, input_index=ranking.input_index, ranked=ranking.ranked, cost=cost,
             prompt_tokens=meter.prompt_tokens(rendered), message_tokens=meter.message_tokens(rendered),
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
-            tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranked_by,
+            tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranking.ranked_by,
             passes=settled.passes, pruned=pruned,
         ))
         at = {it.id: it for it in settled.items}
         return Packed(rendered.prompt, rendered, info, tuple(at[i] for i in rendered.order if i in at))
+
+
+@dataclass
+class _Ranking:
+    """The chunks of one pack ranked and limited: what pruning and selection start from."""
+
+    ranked: Sequence[Chunk]  # every unique chunk, best first
+    input_index: Mapping[str, int]  # id -> position in the caller's input
+    ranked_by: str  # the scorer's name, or how the given order was read
+    kept: Sequence[Chunk]  # what the limits (top_k, min_score, word_count_threshold) kept, best first
+    dropped: list[tuple[Chunk, str]]  # what they dropped, with the reasons
+    merged: list[Merged]  # duplicates folded into a kept chunk
+    rank_of: dict[str, int] | None  # id -> rank (None: the ranks are the positions in ``kept``)
+    n_input: int  # unique input chunks (what a position test's K counts)
+
+
+def _rank_and_limit(query: str, chunks: Iterable[Any], opts: PackOptions, scorer: Scorer | None) -> _Ranking:
+    """Score, rank and limit the chunks; the key chunk of a position test must survive the limits."""
+    key_id, position_test = opts.key_id, opts.order.startswith("position:")
+    lazy = None if scorer is not None or key_id is not None or _limits_or_rewrites(opts) else rank_plain(chunks)
+    if lazy is not None:  # plain dicts, nothing to limit or rewrite: chunks are built when read
+        ranked, input_index, ranked_by = lazy
+        return _Ranking(ranked, input_index, ranked_by, ranked, [], [], None, len(ranked))
+    unique, input_index, merged = normalize_indexed(chunks)
+    if key_id is not None and key_id not in input_index:
+        raise InputError(f"key_id must name one of the chunks, but got {key_id!r}")
+    if position_test and key_id is not None:
+        slot_index(opts.order.partition(":")[2], len(unique))  # K counts the input chunks
+    ranked, ranked_by = rank(query, unique, scorer, rescore=opts.rescore)
+    if key_id is not None and position_test:  # the subject of a position test goes in first, whatever its score
+        ranked.sort(key=lambda c: c.id != key_id)
+    kept, dropped = limit(ranked, top_k=opts.top_k, min_score=opts.min_score,
+                          word_count_threshold=opts.word_count_threshold)
+    if key_id is not None and position_test and key_id not in {c.id for c in kept}:
+        why = next(w for c, w in dropped if c.id == key_id)
+        raise InputError(f"order {opts.order!r} needs the key chunk {key_id!r} in the prompt, but it was dropped: {why}")
+    return _Ranking(ranked, input_index, ranked_by, kept, dropped, merged, {c.id: r for r, c in enumerate(ranked)},
+                    len(unique))
+
+
+def _renderer(opts: PackOptions, lay: Layout, layers: Layers, ranking: _Ranking,
+              key_section: str | None) -> Callable[[list[Item], tuple[Item, ...]], Rendered]:
+    """What selection calls to render a choice of items: placed by the order, in the layout."""
+    key_id, position_test = opts.key_id, opts.order.startswith("position:")
+    input_index = ranking.input_index
+
+    def render(items: list[Item], reminders: tuple[Item, ...]) -> Rendered:
+        by_rank = sorted(items, key=lambda it: it.rank)
+        key = next((r for r, it in enumerate(by_rank) if it.id == key_id), None)
+        if position_test and key_id is not None:
+            _check_position(opts, key, len(by_rank), ranking.n_input)
+            if key_section == "B":  # not a key fact: the layout puts it with the extended context
+                by_rank[key] = replace(by_rank[key], rank=len(ranking.ranked))
+        placed = place(opts.order, len(by_rank), key=key,
+                       input_order=sorted(range(len(by_rank)), key=lambda r: input_index[by_rank[r].id]))
+        return lay.render(layers.input(tuple(by_rank[r] for r in placed), reminders))
+
+    return render
+
+
+def _check_key_section(opts: PackOptions, key_section: str | None) -> None:
+    check_str("key_section", key_section, optional=True, choices=("A", "B", "C"))
+    if key_section is not None and (opts.key_id is None or not opts.order.startswith("position:")):
+        raise ConfigError(f"key_section places the key chunk of a position test, so it needs a key_id and order "
+                          f"position:..., but got order {opts.order!r} and key_id {opts.key_id!r}")
 
 
 def tokenizer_spec(opts: PackOptions) -> str | Tokenizer:
