@@ -1,9 +1,9 @@
 """Compare pack's whole output on the golden cases with another checkout's, field by field.
 
 ``tests/test_golden.py`` holds each case to a recorded SHA-256, which says *that* an output changed.
-This script says *what* changed against an older commit: it runs every golden case under both
+This script says *what* changed against another checkout: it runs every golden case under both
 checkouts (each in its own interpreter, ``PYTHONPATH=<checkout>/src``) and checks that prompts,
-messages and every debug field are equal, except the reasons of chunks that issue 9 drops on a
+messages and every debug field are equal, except the reasons of chunks that the newer code drops on a
 lower bound without encoding them; for each of those it checks the bound against the old exact
 count (the old cost exceeded the tokens left; the tags bound is at most the old exact tags cost and
 leaves less than ``min_truncated_tokens``).

@@ -146,7 +146,7 @@ def fused(raw, method, w=0.1):
         return {i: [d + w * b for d, b in zip(s["dense"], minmax(s["bm25"]))] for i, s in raw.items()}
     if method == "convex":  # both min-max normalised
         return {i: [(1 - w) * d + w * b for d, b in zip(minmax(s["dense"]), minmax(s["bm25"]))] for i, s in raw.items()}
-    if method == "cascade":  # cheap first pass (static + bm25) keeps the top w; dense ranks those
+    if method == "cascade":  # cheap pre-filter (static + bm25) keeps the top w; dense ranks those
         out = {}
         for i, s in raw.items():
             cheap = [a + 0.1 * b for a, b in zip(s["static"], minmax(s["bm25"]))]

@@ -24,7 +24,7 @@ also time edgewise with an empty encoding cache (a first run ever; the same as a
 rs-bpe does the counting). A bare ``python -c pass`` is given for scale. ``--stages`` times each
 step of loading cl100k from the cache with tiktoken, in fresh interpreters.
 
-    .venv/bin/python benchmarks/startup.py --runs 21 > docs/bench/startup.txt
+    .venv/bin/python benchmarks/startup.py --runs 15 --cold 3 --stages 5 > docs/bench/startup-against-tiktoken.txt
 """
 
 from __future__ import annotations

@@ -72,83 +72,33 @@ def test_prune_speed_benchmark_tiny_run(capsys):
     assert "prune / score, CPU medians:" in out
 
 
-@pytest.mark.parametrize("folder,runs,sizes", [("pack-issue9-ab", 3, ("20", "200")),
-                                               ("pack-issue9-third/small", 3, ("20", "200")),
-                                               ("pack-issue9-third/large", 2, ("2,000", "20,000"))])
-def test_pack_runs_summarises_the_committed_alternated_runs(capsys, folder, runs, sizes):
-    """benchmarks/pack_runs.py reads pack.py's saved outputs: every row of both versions, each run's
-    ratios; the committed summary is its output, and BENCHMARKS.md quotes that summary's table."""
-    spec = importlib.util.spec_from_file_location("bench_pack_runs", ROOT / "benchmarks" / "pack_runs.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    saved = sorted((ROOT / "docs" / "bench" / folder).glob("*.txt"))
-    base, after = [p for p in saved if p.name.endswith("-base.txt")], [p for p in saved if p.name.endswith("-after.txt")]
-    assert len(base) == len(after) == runs
-    parsed = bench.rows(after[0])
-    assert sorted(parsed) == sorted((n, b) for n in sizes for b in ("4,000", "32,000", "128,000"))
-    assert all(med <= worst for med, worst, _, _ in parsed.values())
-    bench.main([str(p) for p in base] + ["--"] + [str(p) for p in after])
-    out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line.startswith(tuple(f"| {n} |" for n in sizes))]
-    assert len(lines) == 12 and [line.split(" | ")[2] for line in lines[:2]] == ["A", "B"]
-    # the committed summary is this output, and BENCHMARKS.md quotes its rows
-    assert out.split("\n\n", 1)[1].strip() == (ROOT / "docs" / "bench" / folder / "summary.txt").read_text(
-        encoding="utf-8").split("\n\n", 1)[1].strip()
+PACK_RUNS = ("pack-quicktok-run1", "pack-quicktok-run2", "pack-quicktok-run3", "pack-rsbpe")
+
+
+def _times_cells(name: str, sizes: tuple[str, ...], column: int) -> dict[str, str]:
+    """One column of a committed pack.py run's times table, by row (``4,000`` or ``20 / 4,000``)."""
+    text = (ROOT / "docs" / "bench" / f"{name}.txt").read_text(encoding="utf-8")
+    rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith(tuple(f"| {n} |" for n in sizes))]
+    return {(r[1] if sizes == ("20,000",) else f"{r[0].strip()} / {r[1]}"): r[column].strip() for r in rows if len(r) == 13}
+
+
+def test_the_packing_tables_are_read_off_the_committed_runs():
+    """BENCHMARKS.md's tables of the whole script: each cell of the 20,000-chunk table is a run's cold
+    pack median (worst), each cell of the 20- and 200-chunk table a run's pack / loop median (worst)."""
     doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    assert all(line in doc for line in lines)
+    large = [_times_cells(n, ("20,000",), 3) for n in PACK_RUNS]
+    small = [_times_cells(n, ("20", "200"), 12) for n in PACK_RUNS]
+    assert list(large[0]) == ["4,000", "32,000", "128,000"] and len(small[0]) == 6
+    for runs in (large, small):
+        for label in runs[0]:
+            assert f"| {label} | " + " | ".join(r[label] for r in runs) + " |" in doc, label
 
 
-def test_the_20000_chunk_table_is_read_off_the_committed_runs():
-    """BENCHMARKS.md's third-pass table of 20,000-chunk packs: each cell is a raw run's cold median (worst)."""
+def test_the_counting_table_is_the_committed_run():
+    """BENCHMARKS.md quotes the cold / warm counting table of benchmarks/cold_tables.py as printed."""
     doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    folder = ROOT / "docs" / "bench" / "pack-issue9-third" / "large"
-    for budget in ("4,000", "32,000", "128,000"):
-        cells = []
-        for name in ("1-base", "2-base", "1-after", "2-after"):
-            row = next(line for line in (folder / f"{name}.txt").read_text(encoding="utf-8").splitlines()
-                       if line.startswith(f"| 20,000 | {budget} |"))
-            cells.append(row.split(" | ")[3])
-        assert f"| {budget} | " + " | ".join(cells) + " |" in doc
-
-
-def test_the_fifth_pass_tables_are_the_committed_runs():
-    """BENCHMARKS.md quotes the fifth pass's cold-counting table and run 1's noise table as printed,
-    and its table of pack / loop by run reads each run's times table."""
-    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    cold = (ROOT / "docs" / "bench" / "cold-tables-fifth.txt").read_text(encoding="utf-8").split("\n\n")[-1].strip()
-    assert cold.startswith("| counter | blocks |") and cold in doc
-    run1 = (ROOT / "docs" / "bench" / "pack-issue9-fifth-quicktok.txt").read_text(encoding="utf-8")
-    noise = run1.split("Noise: the same cold pack timed twice\n\n")[1].split("\n\n")[0].strip()
-    assert noise.count("\n") == 13 and noise in doc
-
-    def pack_loop(name: str) -> dict[str, str]:
-        text = (ROOT / "docs" / "bench" / f"pack-issue9-fifth-{name}.txt").read_text(encoding="utf-8")
-        cells = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith(("| 20 |", "| 200 |"))]
-        return {f"{c[0].strip()} / {c[1]}": c[12].strip() for c in cells if len(c) == 13}
-
-    runs = [pack_loop(n) for n in ("quicktok", "quicktok-2", "quicktok-3", "rsbpe")]
-    for label in runs[0]:
-        assert f"| {label} | " + " | ".join(r[label] for r in runs) + " |" in doc, label
-
-
-def test_the_sixth_pass_tables_are_the_committed_runs():
-    """BENCHMARKS.md's sixth-pass tables of 20,000-chunk packs (cold median (worst), against the fifth
-    pass's runs) and of pack / loop at 20 and 200 chunks read each run's times table."""
-    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-
-    def cells(name: str, sizes: tuple[str, ...], column: int) -> dict[str, str]:
-        text = (ROOT / "docs" / "bench" / f"pack-issue9-{name}.txt").read_text(encoding="utf-8")
-        rows = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith(tuple(f"| {n} |" for n in sizes))]
-        return {(r[1] if sizes == ("20,000",) else f"{r[0].strip()} / {r[1]}"): r[column].strip() for r in rows if len(r) == 13}
-
-    sixth = ("sixth-quicktok-1", "sixth-quicktok-2", "sixth-quicktok-3", "sixth-rsbpe")
-    large = [cells(n, ("20,000",), 3) for n in (*sixth, "fifth-quicktok", "fifth-quicktok-2", "fifth-quicktok-3")]
-    small = [cells(n, ("20", "200"), 12) for n in sixth]
-    assert len(large[0]) == 3 and len(small[0]) == 6
-    for label in large[0]:
-        assert f"| {label} | " + " | ".join(r[label] for r in large) + " |" in doc, label
-    for label in small[0]:
-        assert f"| {label} | " + " | ".join(r[label] for r in small) + " |" in doc, label
+    cold = (ROOT / "docs" / "bench" / "counting-fresh-blocks.txt").read_text(encoding="utf-8").split("\n\n")[-1].strip()
+    assert cold.startswith("| counter | blocks |") and cold.count("\n") == 10 and cold in doc
 
 
 def test_cold_tables_tiny_run(capsys):
@@ -210,8 +160,7 @@ def test_pack_band_runs_the_python_passes_when_asked(capsys, monkeypatch):
     assert [r[:3] for r in in_python] == [r[:3] for r in compiled]
 
 
-@pytest.mark.parametrize("raw_name", ["pack-issue9-band.txt", "pack-issue9-band-fifth.txt", "pack-issue9-band-sixth.txt",
-                                      "pack-issue9-band-sixth-quicktok.txt", "pack-issue9-band-sixth-python.txt"])
+@pytest.mark.parametrize("raw_name", ["pack-band-20k-quicktok-c.txt", "pack-band-20k-quicktok-python.txt"])
 def test_the_band_sweep_table_is_the_committed_run(raw_name):
     """BENCHMARKS.md quotes the by-band table of each committed band sweep, and the sweep's lines add up to it."""
     raw = (ROOT / "docs" / "bench" / raw_name).read_text(encoding="utf-8")
@@ -224,15 +173,11 @@ def test_the_band_sweep_table_is_the_committed_run(raw_name):
     assert counts == {**{k: kinds.count(k) for k in ("exhausted", "no cut", "tags", "tags priced")}, "all": len(lines)}
 
 
-@pytest.mark.parametrize("raw", ["pack-issue9-third/full.txt", "pack-issue9-fourth-full.txt",
-                                 "pack-issue9-fifth-quicktok.txt", "pack-issue9-fifth-quicktok-2.txt",
-                                 "pack-issue9-fifth-quicktok-3.txt", "pack-issue9-fifth-rsbpe.txt",
-                                 "pack-issue9-sixth-quicktok-1.txt", "pack-issue9-sixth-quicktok-2.txt",
-                                 "pack-issue9-sixth-quicktok-3.txt", "pack-issue9-sixth-rsbpe.txt"])
+@pytest.mark.parametrize("raw", [f"{name}.txt" for name in PACK_RUNS])
 def test_the_full_runs_targets_are_quoted_as_printed(raw):
-    """BENCHMARKS.md quotes the issue-9 targets table of each committed full run of benchmarks/pack.py verbatim."""
+    """BENCHMARKS.md quotes the packing targets table of each committed full run of benchmarks/pack.py verbatim."""
     text = (ROOT / "docs" / "bench" / raw).read_text(encoding="utf-8")
-    table = text.split("Issue 9 targets, from the rows above\n\n")[1].split("\n\n")[0].strip()
+    table = text.split("Packing targets, from the rows above\n\n")[1].split("\n\n")[0].strip()
     assert table.count("\n") == 7 and table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 
 

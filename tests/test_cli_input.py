@@ -1,4 +1,4 @@
-"""Every input gets a result, or one line on stderr and exit status 2: never a traceback (issue 8, §4).
+"""Every input gets a result, or one line on stderr and exit status 2: never a traceback.
 
 The CLI is run as a subprocess (`python -m edgewise`), with the bytes a hostile or careless caller
 would send: runaway nesting, numbers no float holds, lone surrogates, files and stdin that are not

@@ -3,7 +3,7 @@
 Field names follow what RAG pipelines already emit: ``id``, ``text``, ``score``, ``title``,
 ``tokens`` and ``meta`` (``summary``, ``summary_tokens``, ``source``...).
 
->>> chunks, merged = normalize(["first passage", {"text": "second", "score": 0.5}])
+>>> chunks, merged = normalize(["a passage", {"text": "second", "score": 0.5}])
 >>> [c.id for c in chunks], merged
 (['chunk-0', 'chunk-1'], [])
 """

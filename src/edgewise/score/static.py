@@ -2,7 +2,7 @@
 
 The model is ``tokenlearn-static-model``: a 10k-token, 64-dimension int8 embedding table with a
 Rust encoder, baked into its wheel. It embeds thousands of sentences a second on one core and is
-much weaker than ``dense``: a cheap first pass, or a scorer for when no time is left.
+much weaker than ``dense``: a cheap pre-filter, or a scorer for when no time is left.
 
 >>> from edgewise.score import get_scorer
 >>> a, b = get_scorer("static").score("capital of france",
