@@ -67,7 +67,7 @@ def cmd_retrieve(a: argparse.Namespace) -> None:
 
     question = text_arg(a.question, "question") or ""
     hits = retrieve(open_store(a.store), question, top_n=a.top_n, mode=a.mode)
-    packed = pack_hits(Packer(_pack_options(a)), question, hits)
+    packed = pack_hits(Packer(_pack_options(a), preload=False), question, hits)  # one pack: a faster counter would cost more to load than it saves
     write_out(_emit(packed, a.format))
     if a.table:
         print("\n" + table(packed), file=sys.stderr)

@@ -77,7 +77,7 @@ def ask(question: str, store: Store, backend: Any, options: PackOptions, *, top_
     if options.budget is None and options.model is None:
         raise ConfigError("ask needs a budget: give --budget, or a --model the registry knows (edgewise list)")
     hits = retrieve(store, question, top_n=top_n, mode=mode)
-    packed = Packer(options).pack(question, [h.chunk() for h in hits])
+    packed = Packer(options, preload=False).pack(question, [h.chunk() for h in hits])  # one pack per question
     done = backend.complete(packed.prompt, max_tokens=max_tokens, stop=[])
     text = done.text.strip()
     usage = {"prompt_tokens": done.prompt_tokens, "completion_tokens": done.completion_tokens,
