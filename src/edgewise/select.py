@@ -196,15 +196,26 @@ class _Walk:
         return why
 
     def place(self, chunk: Chunk, rank: int) -> bool:
-        """Put the chunk in whole, as its summary, or cut; else drop it with its reason. True if in."""
-        summary = chunk.summary
-        whole, need = self.whole(chunk, rank)
-        if whole is not None and need <= self.left and not (self.prefer_summary and summary is not None):  # type: ignore[operator]
-            return self.put(whole, need)  # type: ignore[arg-type]
+        """Put the chunk in whole if it fits (see :meth:`place_short` for the rest). True if in.
+        A chunk whose words alone outnumber the tokens left is not encoded: a text of at most
+        2 x left characters has at most ``left`` words."""
+        summary, text, left, bound = chunk.summary, chunk.text, self.left, self.bound
+        if bound is not None and len(text) > 2 * left and bound(text, left) > left:
+            whole, need = None, None
+        else:
+            whole = Item(chunk, "whole", text, rank)
+            need = self.cost(whole)
+            if need <= left and not (self.prefer_summary and summary is not None):
+                return self.put(whole, need)
+        return self.place_short(chunk, rank, summary, whole, need)
+
+    def place_short(self, chunk: Chunk, rank: int, summary: str | None, whole: Item | None, need: int | None) -> bool:
+        """Put in the chunk's summary, or the chunk whole (where the summary was preferred but does
+        not fit), or the chunk cut; else drop it with its reason. True if in."""
         short, need_summary = self.summary(chunk, rank, summary)
         if short is not None and need_summary <= self.left:  # type: ignore[operator]
             return self.put(short, need_summary)  # type: ignore[arg-type]
-        if whole is not None and need <= self.left:  # preferred the summary, but only the whole chunk fits
+        if whole is not None and need <= self.left:  # type: ignore[operator]
             return self.put(whole, need)  # type: ignore[arg-type]
         overhead, least = self.tags_overhead(chunk, rank)
         if overhead is not None and self.put_cut(chunk, rank, overhead):
@@ -221,15 +232,6 @@ class _Walk:
         self.items.append(item)
         self.left -= need
         return True
-
-    def whole(self, chunk: Chunk, rank: int) -> tuple[Item | None, int | None]:
-        """The chunk whole and its cost; (None, None) where its words alone outnumber the tokens left
-        (not encoded: a text of at most 2 x left characters has at most ``left`` words)."""
-        text, left = chunk.text, self.left
-        if self.bound is not None and len(text) > 2 * left and self.bound(text, left) > left:
-            return None, None
-        whole = Item(chunk, "whole", text, rank)
-        return whole, self.cost(whole)
 
     def summary(self, chunk: Chunk, rank: int, summary: str | None) -> tuple[Item | None, int | None]:
         """The chunk as its summary and its cost; (None, None) without one, or where its words alone
