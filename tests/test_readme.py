@@ -267,6 +267,17 @@ def _check_models_file(block) -> None:  # noqa: ANN001
             unload_models(path)
 
 
+def test_the_first_screen_shows_an_example_its_output_and_the_two_commands():
+    """What edgewise is, then a short example with the output it prints, then the two commands a fresh
+    clone needs (`make demo`, `make test`), all within the first screenful."""
+    first_python = next(b for b in BLOCKS if b.kind == "python")
+    first_console = next(b for b in BLOCKS if b.kind == "console")
+    assert README.startswith("# edgewise\n\n") and first_python.line < 20
+    assert len(first_python.body.splitlines()) <= 12 and first_python.output is not None
+    assert [c.key for c in parse_console(first_console.body)] == ["make demo", "make test"]
+    assert first_console.line < 60
+
+
 def test_toml_blocks_declare_entry_points_edgewise_reads():
     """A ``toml`` block is a plugin's pyproject excerpt (it must parse, and name only groups edgewise
     loads) or a models file (it must load)."""
