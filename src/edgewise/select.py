@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from .checks import check_int, check_number
 from .chunk import Chunk
@@ -316,15 +317,13 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
     cols = columns(ranked) if over is not None else None
     if cols is not None:
         _texts, titles, ids, order = cols
-        known, pos, final = reason.by_title.get, start, False
+        pos, final = start, False
         while not final:
             end, final = over(pos)  # type: ignore[misc] - given with cols
-            ranks, pos = range(pos, end), end
-            for rank, title in zip(ranks, map(titles.__getitem__, map(order.__getitem__, ranks))):
-                # (a title already known to leave too little room: its reason, without a call)
-                if (found := known(title)) is None and (found := reason(title, ids[order[rank]].__str__)) is None:
-                    return rank, whys
-                whys.append(found)
+            stop = _known_reasons(titles, ids, order, pos, end, reason, whys)
+            if stop < end:
+                return stop, whys
+            pos = end
         return pos, whys
     i, limit = start, 2 * left
     for text, title, has_summary in scan(ranked, start):
@@ -334,6 +333,34 @@ def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[
         whys.append(found)
         i += 1
     return i, whys
+
+
+def _known_reasons(titles: list[Any], ids: list[str], order: list[int], start: int, end: int,
+                   reason: _UncutReasons, whys: list[str]) -> int:
+    """Append to ``whys`` the reasons of the ranks from ``start`` to ``end`` (whose texts are over)
+    up to the first that might be cut, and return its rank (``end`` if none). A title whose reason
+    is known is looked up for a whole block at once; the others are decided one by one."""
+    found = list(map(reason.by_title.get, map(titles.__getitem__, order[start:end])))
+    k, n = 0, len(found)
+    while k < n:
+        try:
+            gap = found.index(None, k)
+        except ValueError:
+            gap = n
+        whys.extend(found[k:gap])
+        if gap == n:
+            break
+        at = order[start + gap]
+        title = titles[at]
+        if reason.by_title.get(title, "") is None and reason.tags_cost is not None:  # room by its bound: price it
+            why = reason.priced(reason.tags_cost(ids[at], title))
+        else:
+            why = reason(title, ids[at].__str__)
+        if why is None:
+            return start + gap
+        whys.append(why)
+        k = gap + 1
+    return end
 
 
 class _UncutReasons:
@@ -355,11 +382,16 @@ class _UncutReasons:
             least = self.tags_bound(title)
             found = self.by_title[title] = self.why(self.left, least, None) if self.left - least < self.min_cut else None
         if found is None:
-            if self.tags_cost is None or self.left - (overhead := self.tags_cost(chunk_id(), title)) >= self.min_cut:
-                return None
-            found = self.by_cost.get(overhead)
-            if found is None:  # (a reason that names the tags' cost does not name their bound)
-                found = self.by_cost[overhead] = self.why(self.left, 0, overhead)
+            return None if self.tags_cost is None else self.priced(self.tags_cost(chunk_id(), title))
+        return found
+
+    def priced(self, overhead: int) -> str | None:
+        """Why a chunk whose tags cost ``overhead`` cannot be cut; None if it might be."""
+        if self.left - overhead >= self.min_cut:
+            return None
+        found = self.by_cost.get(overhead)
+        if found is None:  # (a reason that names the tags' cost does not name their bound)
+            found = self.by_cost[overhead] = self.why(self.left, 0, overhead)
         return found
 
 
