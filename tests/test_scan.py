@@ -268,6 +268,7 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_band_sweep_times_c_and_python_side_by_side(capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``benchmarks/pack_band.py --passes c,python``: each budget packed with the compiled scan and
