@@ -65,7 +65,7 @@ def check(summary, rows: int) -> None:
 
 
 def run_loop(path: Path, options, parse: bool = False) -> tuple[float, float]:
-    from edgewise.packer import Packer
+    from edgewise.packing.packer import Packer
 
     with open(path, encoding="utf-8") as f:
         lines = f.readlines()

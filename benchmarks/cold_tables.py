@@ -27,7 +27,7 @@ from edgewise.chunk import Chunk  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 from edgewise.eval.nq import DEV_FILE  # noqa: E402
 from edgewise.layout.base import Item, doc_block  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 
 def blocks(chunks: list[dict]) -> list[str]:

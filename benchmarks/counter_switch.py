@@ -95,8 +95,8 @@ def requests(path: Path, calls: int, seed: int) -> list[tuple[str, list[dict]]]:
 
 def child(variant: str, path: Path, calls: int, seed: int, threshold: int) -> dict:
     """One run, in this interpreter: the per-call times and where the switch happened."""
-    from edgewise.packer import Packer
-    from edgewise.tokens import get_tokenizer
+    from edgewise.packing.packer import Packer
+    from edgewise.tokens.tokenizers import get_tokenizer
 
     work = requests(path, calls, seed)
     gc.collect()

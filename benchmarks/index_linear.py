@@ -40,7 +40,7 @@ def _text(n_chars: int, kind: str) -> str:
 
 def _old_units(text: str, tok, size: int) -> list:
     """The cut this benchmark compares against: each piece truncated from the whole rest of the sentence."""
-    from edgewise.sentences import split_sentences
+    from edgewise.prune.sentences import split_sentences
 
     out = []
     for s in split_sentences(text):
@@ -74,7 +74,7 @@ def child(args: list[str]) -> None:
     what, method, size = args[0], args[1], float(args[2])
     if what == "text":
         from edgewise.index.chunking import split_text
-        from edgewise.tokens import get_tokenizer
+        from edgewise.tokens.tokenizers import get_tokenizer
 
         tok = get_tokenizer("cl100k_base")
         split_text("Warm up. " * 200, tok, size=256, overlap=32)  # the tokenizer and sentence splitter loaded

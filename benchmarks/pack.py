@@ -104,7 +104,7 @@ from typing import Any
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 import edgewise  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 DATA_FILE = "nq-open-oracle-dev.jsonl.gz"
 TOKENIZER = "cl100k_base"

@@ -70,9 +70,10 @@ def use_passes(passes: str) -> str:
     compiler runs). Returns what runs them."""
     from functools import partial
 
-    from edgewise import compiled, ranked, wordbound
+    from edgewise.packing import plain as ranked
+    from edgewise.tokens import compiled, wordbound
 
-    tok = edgewise.tokens.get_tokenizer(TOKENIZER)
+    tok = edgewise.tokens.tokenizers.get_tokenizer(TOKENIZER)
     if passes == "c":
         if compiled.module is None:
             raise SystemExit(f"asked for the compiled passes, but {compiled.STATUS}")
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> list[tuple[int, int, str, float, floa
     other = load_other(Path(a.against)) if a.against else edgewise if both else None
     maker = bench.ChunkMaker(data_path("nq-open-oracle-dev.jsonl.gz", a.data), a.seed)
     chunks, query = maker.chunks(a.chunks), maker.query()
-    encoding = edgewise.tokens.get_tokenizer(TOKENIZER).encoding
+    encoding = edgewise.tokens.tokenizers.get_tokenizer(TOKENIZER).encoding
     loop_ms = statistics.median(bench.timed(lambda: bench.count_and_cut(encoding, chunks, start))[0] for _ in range(5))
 
     print(f"this: {_commit(Path(edgewise.__file__))}" + (f"\nother: {_commit(Path(other.__file__))}" if other and not both else ""))

@@ -4,7 +4,7 @@ Each repetition takes one NQ question's 20-document set (``edgewise.eval.nq.buil
 seed 0, BM25 distractors), empties the dense model's vector cache, and times on the same set:
 
 - **score**: ``shared_dense().score(question, passages)``, the passages as ``title\\ntext``;
-- **prune**: ``edgewise.prune.prune(question, chunks, scorer="dense")``, every sentence of every
+- **prune**: ``edgewise.prune.steps.prune(question, chunks, scorer="dense")``, every sentence of every
   chunk in one model call.
 
 Wall and CPU seconds (process time, all threads) per 20-passage set: median (min-max) over
@@ -30,7 +30,7 @@ import edgewise
 from edgewise.chunk import Chunk
 from edgewise.eval.data import data_path
 from edgewise.eval.nq import DEV_FILE, build, read_jsonl
-from edgewise.prune import prune
+from edgewise.prune.steps import prune
 from edgewise.score.dense import EmbeddingCache, shared_dense
 
 

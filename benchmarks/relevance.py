@@ -274,7 +274,7 @@ def run_prune(rows, a):
             ro = prf(ev, lambda ex, t=oracle_t, f=score_fn, rel=rel: keep_scores(f(ex), t, rel))
             table.append((f"{name}{' (relative)' if rel else ''}", t, f3(r["P"]), f3(r["R"]), f3(r["F1"]),
                           f3(r["kept"]), f"{ro['F1']:.3f} @ {oracle_t}"))
-    from edgewise.sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, HEADS
+    from edgewise.prune.scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, HEADS
     for t, rel in ((DEFAULT_THRESHOLD, False), (DEFAULT_RELATIVE_THRESHOLD, True)):  # what prune() uses
         r = prf(ev, lambda ex, t=t, rel=rel: keep_scores(_apply(HEADS, ex["feats"], "dense"), t, rel))
         table.append((f"head, dense{' (relative)' if rel else ''}, at the library's default threshold", t,
@@ -289,7 +289,7 @@ def run_prune(rows, a):
 def compression(sets, idx):
     import edgewise
     from edgewise.chunk import Chunk
-    from edgewise.prune import prune_chunk
+    from edgewise.prune.steps import prune_chunk
 
     tok = edgewise.get_tokenizer("cl100k_base")
     hyb = HybridScorer()

@@ -11,9 +11,9 @@ import numpy as np
 from tqdm import tqdm
 
 from edgewise.eval.nq import has_answer
+from edgewise.prune.scores import FEATURES, HEADS, LEXICAL, apply_head, sentence_cosines, sentence_features
+from edgewise.prune.sentences import split_sentences
 from edgewise.score.bm25 import BM25
-from edgewise.sentence_scores import FEATURES, HEADS, LEXICAL, apply_head, sentence_cosines, sentence_features
-from edgewise.sentences import split_sentences
 
 GRID = [round(x * 0.05, 2) for x in range(1, 20)]
 

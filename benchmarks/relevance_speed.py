@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from edgewise.prune.sentences import split_sentences
 from edgewise.score.dense import DenseScorer
 from edgewise.score.static import StaticScorer
-from edgewise.sentences import split_sentences
 
 
 def ctext(c):
@@ -221,7 +221,7 @@ def prune_table(sets, idx, reps):
     chunk, as prune_chunk in a loop did) and after (prune(): one call for all chunks), and scoring
     the same 20 passages."""
     from edgewise.chunk import Chunk
-    from edgewise.prune import prune, prune_chunk
+    from edgewise.prune.steps import prune, prune_chunk
     from edgewise.score import dense as dense_mod
     from edgewise.score.dense import EmbeddingCache, shared_dense
 

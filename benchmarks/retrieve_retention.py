@@ -110,7 +110,7 @@ def measure(a: argparse.Namespace, rows: list[dict], store_dir: Path) -> tuple[d
     from edgewise.index.lance import open_store
     from edgewise.index.search import pack_hits, retrieve
     from edgewise.options import PackOptions
-    from edgewise.packer import Packer
+    from edgewise.packing.packer import Packer
 
     docs = store_dir / "passages"
     write_passages(rows, [*a.questions, *a.distractors], docs)
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> tuple[list[tuple], float | None]:
     check_rows(a, len(rows))
     with tempfile.TemporaryDirectory(prefix="edgewise-retention-") as tmp:
         tallies, info = measure(a, rows, Path(a.store) if a.store else Path(tmp))
-    from edgewise.sentence_scores import _resolve
+    from edgewise.prune.scores import _resolve
 
     text, out, chosen = table(tallies)
     n = len(a.questions)

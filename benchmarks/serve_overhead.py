@@ -43,7 +43,7 @@ from serve_load import Server, inputs  # noqa: E402
 
 import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
-from edgewise.packer import default_packer  # noqa: E402
+from edgewise.packing.packer import default_packer  # noqa: E402
 
 
 def in_process(packer: Any, payloads: list[dict[str, Any]], budget: int, start: int, n: int) -> dict[str, list[float]]:

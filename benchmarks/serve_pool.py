@@ -43,7 +43,7 @@ def make_chunks(n: int, seed: int) -> list[dict]:
 
 
 def pack_dict(query: str, chunks: list[dict]) -> dict:
-    from edgewise.packer import default_packer
+    from edgewise.packing.packer import default_packer
 
     return default_packer().pack(query, chunks, budget=2000).to_dict()
 

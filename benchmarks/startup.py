@@ -76,7 +76,7 @@ def lap(name, t=[time.process_time()]):
     now = time.process_time(); laps[name] = (now - t[0]) * 1000; t[0] = now
 import edgewise; lap("import edgewise (the package, cli not included)")
 import tiktoken; from tiktoken_ext import openai_public; lap("import tiktoken + tiktoken_ext.openai_public")
-from edgewise.encodings import cache_path, read_cached_ranks
+from edgewise.tokens.encodings import cache_path, read_cached_ranks
 h = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 ranks = read_cached_ranks(cache_path("cl100k_base", h), h); lap("read + verify the cached ranks (SHA-256, marshal)")
 from tiktoken import _tiktoken
@@ -84,7 +84,7 @@ pat = openai_public.cl100k_base.__code__.co_consts
 pat = next(c for c in pat if isinstance(c, str) and c.startswith("'(?i:"))
 _tiktoken.CoreBPE({b"a": 0}, {}, pat); lap("CoreBPE with a 1-token vocabulary (the split regex alone)")
 _tiktoken.CoreBPE(ranks, {"<|endoftext|>": 100257}, pat); lap("CoreBPE with the 100,256 ranks")
-from edgewise.encodings import load_encoding
+from edgewise.tokens.encodings import load_encoding
 load_encoding("cl100k_base"); lap("load_encoding('cl100k_base'), whole, from the cache")
 print(json.dumps(laps))
 """
@@ -93,7 +93,7 @@ print(json.dumps(laps))
 def stages(env: dict[str, str], runs: int) -> list[str]:
     """Median CPU ms of each step of loading cl100k from the cache, each in ``runs`` fresh interpreters."""
     seen: dict[str, list[float]] = {}
-    build = "from edgewise.encodings import load_encoding; load_encoding('cl100k_base')"
+    build = "from edgewise.tokens.encodings import load_encoding; load_encoding('cl100k_base')"
     subprocess.run([sys.executable, "-c", build], env=env, check=True)  # `edgewise pack` on rs-bpe builds no cache
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", STAGES], capture_output=True, text=True, env=env, check=True)

@@ -3,7 +3,7 @@ installed from PyPI, on ~150-token chunks of real NQ text; ids checked on the wh
 
 Implementations (each skipped, and said so, when its package is not installed):
 
-- ``tiktoken``: the Encoding edgewise uses (:func:`edgewise.encodings.load_encoding`), one
+- ``tiktoken``: the Encoding edgewise uses (:func:`edgewise.tokens.encodings.load_encoding`), one
   ``encode_ordinary`` call per text; ``tiktoken batch``: one ``encode_ordinary_batch`` call (its
   thread pool).
 - ``bpe-openai``, ``rs-bpe``, ``riptoken``, ``quicktok-v1``: per text (``encode_ordinary`` or
@@ -48,13 +48,13 @@ WORDS = (100, 120)  # NQ passages run ~1.36 cl100k tokens a word: ~150 tokens
 # name: (package, code that builds it in a fresh interpreter, per-text ids, batch ids or None)
 Impl = tuple[str, str, Callable[[Any, str], list[int]], Callable[[Any, list[str]], list[list[int]]] | None]
 IMPLS: dict[str, Impl] = {
-    "tiktoken": ("tiktoken", "from edgewise.encodings import load_encoding; enc = load_encoding('cl100k_base')",
+    "tiktoken": ("tiktoken", "from edgewise.tokens.encodings import load_encoding; enc = load_encoding('cl100k_base')",
                  lambda e, t: e.encode_ordinary(t), lambda e, ts: e.encode_ordinary_batch(ts)),
     "bpe-openai": ("bpe_openai", "import bpe_openai; enc = bpe_openai.get_encoding('cl100k_base')",
                    lambda e, t: e.encode_ordinary(t), lambda e, ts: e.encode_ordinary_batch(ts)),
     "rs-bpe": ("rs_bpe", "import rs_bpe; enc = rs_bpe.openai.cl100k_base()",
                lambda e, t: e.encode(t), lambda e, ts: e.encode_batch(ts)[0]),  # (ids, tokens, seconds)
-    "riptoken": ("riptoken", "import riptoken; from edgewise.encodings import load_encoding; "
+    "riptoken": ("riptoken", "import riptoken; from edgewise.tokens.encodings import load_encoding; "
                  "t = load_encoding('cl100k_base'); "
                  "enc = riptoken.CoreBPE(t._mergeable_ranks, t._special_tokens, t._pat_str)",
                  lambda e, t: e.encode_ordinary(t), lambda e, ts: e.encode_ordinary_batch(ts)),

@@ -39,7 +39,7 @@ from pack_ab import _commit, load_other  # noqa: E402
 import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 from edgewise.index.chunking import split_text  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 
 def cut_from_all_ids(tok: Any, text: str, n: int) -> str:

@@ -305,7 +305,7 @@ def test_an_embedding_scorer_sees_the_rows_of_a_unit_in_one_call(nq_rows, tmp_pa
     the packs then find every vector in the cache, and the output is still the pack loop's."""
     pytest.importorskip("onnxruntime")
     from edgewise.batch.local import pack_unit
-    from edgewise.packer import Packer
+    from edgewise.packing.packer import Packer
     from edgewise.score.dense import shared_dense
 
     rows = [{"id": f"d{i}", "query": f"{nq_rows[i]['question']}? (run {tmp_path.name})",

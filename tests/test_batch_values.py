@@ -11,7 +11,7 @@ import edgewise
 from edgewise.batch import packed_dict, run, schema
 from edgewise.batch.rows import pack_row, to_table, unwritable
 from edgewise.options import PackOptions
-from edgewise.packer import Packer
+from edgewise.packing.packer import Packer
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -163,7 +163,7 @@ _json_value = st.recursive(st.one_of(_json_number, _json_string, st.sampled_from
 def test_the_fast_row_reader_reads_what_the_strict_reader_reads(fields, deep):
     """orjson's fast path gives the strict reader's value, or leaves the line to it (never another value)."""
     from edgewise.batch.units import _parse, fast_row
-    from edgewise.textio import decode
+    from edgewise.cli.textio import decode
 
     body = ",".join(f"{k}:{v}" for k, v in fields)
     if deep:

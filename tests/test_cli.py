@@ -178,7 +178,7 @@ def test_the_names_are_looked_up_when_help_is_shown_not_when_the_parser_is_built
     from edgewise.layout import LAYOUTS
     from edgewise.order import ORDERS
     from edgewise.score import SCORERS
-    from edgewise.tokens import TOKENIZERS
+    from edgewise.tokens.tokenizers import TOKENIZERS
 
     monkeypatch.setenv("COLUMNS", "1000")
     scans = []
@@ -224,12 +224,12 @@ def test_the_output_formats_are_defined_once_and_every_one_is_written(capsys, ch
     from edgewise.cli import build_parser
     from edgewise.cli import pack as cli_pack
 
-    library = importlib.import_module("edgewise.pack")  # the module: `edgewise.pack` is the function
+    library = importlib.import_module("edgewise.packing.front")  # the module of `edgewise.pack`, the function
     assert cli_pack.FORMATS is library.FORMATS == ("text", "json", "openai", "anthropic")
     src = Path(edgewise.__file__).parent
     defined = [str(p.relative_to(src)) for p in sorted(src.rglob("*.py"))
                if re.search(r"^\s*FORMATS\s*[:=]", p.read_text(encoding="utf-8"), re.M)]
-    assert defined == ["pack.py"]
+    assert defined == ["packing/front.py"]
     for command in ("pack", "variants", "retrieve"):
         parser = build_parser([command])
         sub = next(a for a in parser._actions if a.dest == "command").choices[command]

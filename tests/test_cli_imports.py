@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edgewise.cli import main
-from edgewise.encodings import cache_path, read_cached_ranks
+from edgewise.tokens.encodings import cache_path, read_cached_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ["pack", "--query", "@examples/query.txt", "--chunks", "examples/chunks.json", "--budget", "2000"]
@@ -47,7 +47,7 @@ def test_pack_imports_no_eval_backend_http_client_or_model_runtime(tmp_path, mon
     assert out == capsys.readouterr().out  # the same prompt as the full parser in this process
     assert heavy(modules) == []
     assert "edgewise.cli.pack" in modules and "rs_bpe" in modules  # counting runs on rs-bpe's precompiled tables
-    assert "tiktoken" not in modules and "edgewise.encodings" not in modules  # tiktoken's ~130 ms build is skipped
+    assert "tiktoken" not in modules and "edgewise.tokens.encodings" not in modules  # tiktoken's ~130 ms build is skipped
 
 
 @pytest.mark.parametrize("names", [[], ["--order", "relevance", "--layout", "paper", "--tokenizer", "words"]])
@@ -92,7 +92,7 @@ def test_the_second_run_loads_the_encoding_from_the_cache_and_a_damaged_cache_is
     good = path.read_bytes()
 
     # the same command, in a process where reading the shipped vocabulary fails: it must not be needed
-    no_vocabulary = ("import sys, edgewise.encodings as e\n"
+    no_vocabulary = ("import sys, edgewise.tokens.encodings as e\n"
                      "def refuse(name): raise AssertionError('the vocabulary was read: the cache was not used')\n"
                      "e._read_vocabulary = refuse\n" + TIKTOKEN)
     second, modules = run(["examples/chunks.json"], tmp_path, code=no_vocabulary)

@@ -3,7 +3,7 @@
 The CLI is run as a subprocess (`python -m edgewise`), with the bytes a hostile or careless caller
 would send: runaway nesting, numbers no float holds, lone surrogates, files and stdin that are not
 UTF-8, empty input. The valid oddities (raw U+2028 in JSON Lines, a BOM, CRLF line ends) must load.
-The reading functions are also tested directly: :mod:`edgewise.textio` and :func:`edgewise.jsonin.loads`.
+The reading functions are also tested directly: :mod:`edgewise.cli.textio` and :func:`edgewise.jsonin.loads`.
 """
 
 import io
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgewise.cli.textio import decode, lone_surrogate, read_chunks, read_text, text_arg, write_out
 from edgewise.errors import InputError
 from edgewise.jsonin import MAX_DEPTH, loads
-from edgewise.textio import decode, lone_surrogate, read_chunks, read_text, text_arg, write_out
 
 pytestmark = pytest.mark.slow  # a fresh interpreter per case: ~15 s, kept out of make check
 CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},

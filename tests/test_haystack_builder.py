@@ -9,7 +9,7 @@ import os
 import pytest
 
 from edgewise import ConfigError, InputError
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no telemetry calls from the tests
 pytest.importorskip("haystack", reason="needs haystack-ai: pip install -e '.[haystack]'")

@@ -19,7 +19,7 @@ pytest.importorskip("onnxruntime", reason="needs the models extra")
 
 from edgewise.errors import ConfigError, InputError  # noqa: E402
 from edgewise.index import index_paths, open_store, retrieve  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 from .servers import free_port, lance_rest, start, stop  # noqa: E402
 

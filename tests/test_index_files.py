@@ -21,7 +21,7 @@ from edgewise.index import chunking, readers
 from edgewise.index.build import find_files
 from edgewise.index.chunking import split_text
 from edgewise.index.readers import read_document, read_pieces
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 pytest.importorskip("bs4", reason="needs the index extra: pip install -e '.[index]'")
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from edgewise.errors import InputError
 from edgewise.index.chunking import split_text
 from edgewise.index.readers import read_document
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 from .pdfs import EXAMPLE, constitution_pdf, pdf_bytes
 

@@ -26,7 +26,7 @@ from edgewise.integrations import TRUNCATED_KEY  # noqa: E402
 from edgewise.integrations.haystack import EdgewiseRanker  # noqa: E402
 from edgewise.integrations.langchain import EdgewiseReorder as LCReorder  # noqa: E402
 from edgewise.integrations.llamaindex import EdgewiseReorder as LIReorder  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), min_size=0, max_size=6).map(" ".join)
 TOK = get_tokenizer("cl100k_base")

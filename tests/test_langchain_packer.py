@@ -18,7 +18,7 @@ from langchain_core.prompt_values import ChatPromptValue  # noqa: E402
 
 from edgewise import ConfigError, InputError  # noqa: E402
 from edgewise.integrations.langchain import EdgewiseCompressor, EdgewiseEmbeddings, EdgewisePacker  # noqa: E402
-from edgewise.tokens import get_tokenizer  # noqa: E402
+from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 TEXTS = [
     "Bananas are yellow. They grow in bunches.",

@@ -1,4 +1,4 @@
-"""Plain input dicts are validated and ranked without building a Chunk for each (``edgewise.ranked``),
+"""Plain input dicts are validated and ranked without building a Chunk for each (``edgewise.packing.plain``),
 and chunks left out together are recorded as runs (``select.Fit.runs``): neither may change a
 prompt or a debug record. The general path (Chunk objects in, every chunk built and walked) is
 the reference; hypothesis draws inputs where the budget runs out, stops in the band where no chunk
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import edgewise.ranked
+import edgewise.packing.plain
 from edgewise import BudgetError, pack
 from edgewise.chunk import Chunk, normalize, plain_fields
 from edgewise.layout import get_layout
-from edgewise.ranked import rank_plain
+from edgewise.packing.plain import rank_plain
 from edgewise.score.rank import rank
 
 WORDS = st.sampled_from(["alpha", "beta", "Paris", "é", "x", "long-word", "42", "\n", "  ", "\x1c", "👍", "/"])
@@ -72,13 +72,13 @@ def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
 def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry for every Chunk the lazy path builds (``ranked.plain_chunk`` counted)."""
     calls: list[int] = []
-    plain = edgewise.ranked.plain_chunk
+    plain = edgewise.packing.plain.plain_chunk
 
     def counting(*fields: Any) -> Chunk:
         calls.append(1)
         return plain(*fields)
 
-    monkeypatch.setattr(edgewise.ranked, "plain_chunk", counting)
+    monkeypatch.setattr(edgewise.packing.plain, "plain_chunk", counting)
     return calls
 
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from edgewise import ConfigError, InputError
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 pytest.importorskip("llama_index.core", reason="needs llama-index-core: pip install -e '.[llamaindex]'")
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from edgewise.chunk import Chunk
 from edgewise.layout import Item, get_layout, hooks
 from edgewise.layout.base import doc_block, doc_tags_bound, doc_tags_pricer
-from edgewise.tokens import get_tokenizer
-from edgewise.wordbound import words_bound
+from edgewise.tokens.tokenizers import get_tokenizer
+from edgewise.tokens.wordbound import words_bound
 
 DATA = Path(__file__).parent / "data"
 EXACT = ("cl100k_base", "o200k_base")
@@ -95,7 +95,7 @@ def test_tags_bound_holds_for_every_title_and_id_shape(name: str) -> None:
 def test_tags_priced_by_parts_are_what_the_rendered_block_costs(name: str) -> None:
     """The exact price of a truncated block's tags, summed from its parts without rendering it, is
     the rendered block's count: for every title and id shape, through a pack's counts and without."""
-    from edgewise.budget import PackCounts
+    from edgewise.packing.budget import PackCounts
 
     tok = get_tokenizer(name)
     titles = [None, "", "T", "Some Title", "a\nb", '"quoted"', "x)(", "ünï cödé 👩‍👩‍👧", " lead", "trail ", "-dash", "<doc>"]
@@ -168,7 +168,7 @@ PUNCT = sorted("!\"#$%&()*+,-.:;<=>?@[\\]^_`{|}~")
 
 def _check_line_breaks(tok, stem: str) -> None:
     """count(stem + k breaks) from count(stem + j breaks), by the identity, equals the exact count."""
-    from edgewise.countcache import line_break_tail
+    from edgewise.tokens.cache import line_break_tail
 
     enc = tok.encoding
     exact = [len(enc.encode_ordinary(stem + "\n" * k)) for k in range(4)]
@@ -192,7 +192,7 @@ def test_line_break_identity_holds_over_the_corpus_and_every_block(name: str) ->
                 checked += 1
     assert checked > 6000
     # the texts a pack derives this way: each layout's blocks
-    from edgewise.countcache import line_break_tail
+    from edgewise.tokens.cache import line_break_tail
 
     for layout in ("sections", "layered", "paper", "kv"):
         lay = get_layout(layout)
@@ -210,7 +210,7 @@ def test_line_break_identity_holds_for_generated_text(name: str, head: str, lett
 
 
 def test_line_break_identity_refuses_what_it_does_not_cover() -> None:
-    from edgewise.countcache import line_break_tail
+    from edgewise.tokens.cache import line_break_tail
 
     assert line_break_tail("word.\n\n") == ("word.", ".")
     # a space, a letter or a second punctuation before the mark; an apostrophe; no mark at all

@@ -8,8 +8,7 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from edgewise import ConfigError, Packer, PackOptions, pack, registry
-from edgewise.cli import main
-from edgewise.models import (
+from edgewise.catalog import (
     MODELS,
     ModelSpec,
     get_model,
@@ -20,8 +19,9 @@ from edgewise.models import (
     resolve_name,
     unload_models,
 )
+from edgewise.cli import main
 from edgewise.registry import Registry
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
           {"id": "b", "text": "Lyon is a city in France, known for its food and its silk.", "score": 0.4},
@@ -172,7 +172,7 @@ def test_a_plugin_model_comes_from_an_entry_point(monkeypatch):
     monkeypatch.setattr(registry, "_entry_points", lambda group: [p for p in points if p.group == group])
     fresh = Registry("models")
     fresh.register("gpt-4o", get_model("gpt-4o"), source="edgewise")
-    monkeypatch.setattr("edgewise.models.MODELS", fresh)
+    monkeypatch.setattr("edgewise.catalog.MODELS", fresh)
     assert get_model("acme-7b") == ModelSpec("acme-7b", "words", 4096, 512)
     assert get_model("acme-table") == ModelSpec("acme-table", "o200k_base", 32_000)
     assert model_names() == ["gpt-4o", "acme-7b", "acme-table", "acme-bad"]

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgewise import BudgetError, InputError, Packer, PackOptions, get_tokenizer
-from edgewise.debug import CHUNK_KEYS
+from edgewise.packing.debug import CHUNK_KEYS
 
 EXAMPLES = int(os.environ.get("EDGEWISE_FUZZ_EXAMPLES", "300"))
 TEMPLATE = (

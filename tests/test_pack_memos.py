@@ -12,11 +12,11 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise import budget
-from edgewise.budget import BlockCosts, Layers, Meter, PackCounts, _measure_overhead, _overhead
 from edgewise.layout import get_layout, hooks
-from edgewise.packer import Packer
-from edgewise.tokens import TiktokenTokenizer, get_tokenizer
+from edgewise.packing import budget
+from edgewise.packing.budget import BlockCosts, Layers, Meter, PackCounts, _measure_overhead, _overhead
+from edgewise.packing.packer import Packer
+from edgewise.tokens.tokenizers import TiktokenTokenizer, get_tokenizer
 
 CHUNKS = [{"id": f"c{i}", "text": f"Passage {i} about the river and its {i} bridges.", "score": 1 - i / 10}
           for i in range(6)]

@@ -11,7 +11,7 @@ import pytest
 
 import edgewise
 from edgewise import BudgetError, ConfigError, InputError, Packer, PackOptions, pack, variants
-from edgewise.debug import CHUNK_KEYS
+from edgewise.packing.debug import CHUNK_KEYS
 
 CHUNKS = [
     {"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
@@ -271,7 +271,7 @@ def test_the_debug_record_is_built_from_one_trace_the_packer_fills(monkeypatch):
     import dataclasses
     import inspect
 
-    from edgewise import debug
+    from edgewise.packing import debug
 
     assert list(inspect.signature(debug.build).parameters) == ["trace"]
     traces = []

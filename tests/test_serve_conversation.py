@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from edgewise.errors import BudgetError, ConfigError, InputError
 from edgewise.serve.chatformat import CHAT_FORMATS, chat_format, message_tokens
 from edgewise.serve.conversation import MARK, extract, prepare, splice
-from edgewise.tokens import get_tokenizer
+from edgewise.tokens.tokenizers import get_tokenizer
 
 TOK = get_tokenizer("cl100k_base")
 OPENAI = CHAT_FORMATS["openai"]

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from edgewise import files, get_scorer, get_tokenizer, pack
-from edgewise.tokens import TiktokenTokenizer
+from edgewise.tokens.tokenizers import TiktokenTokenizer
 
 THREADS = 16
 

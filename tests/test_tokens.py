@@ -98,7 +98,7 @@ def test_count_parts_equals_counting_the_joined_text(parts):
 
 
 def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
-    from edgewise.countcache import CountCache
+    from edgewise.tokens.cache import CountCache
 
     cache = CountCache(max_chars=100)
     for i in range(20):
@@ -111,8 +111,8 @@ def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
 
 def test_one_pack_counts_each_text_once_and_fills_at_most_half_the_shared_cache():
     from edgewise import Packer
-    from edgewise.budget import PackCounts
-    from edgewise.tokens import TiktokenTokenizer
+    from edgewise.packing.budget import PackCounts
+    from edgewise.tokens.tokenizers import TiktokenTokenizer
 
     tok = TiktokenTokenizer("cl100k_base", cache_chars=40_000)
     counts = PackCounts(tok)

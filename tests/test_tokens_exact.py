@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise.tokens import TiktokenTokenizer, get_tokenizer
-from edgewise.wordbound import BRIDGES_BY_NAME, CL100K_PATTERN, O200K_PATTERN
+from edgewise.tokens.tokenizers import TiktokenTokenizer, get_tokenizer
+from edgewise.tokens.wordbound import BRIDGES_BY_NAME, CL100K_PATTERN, O200K_PATTERN
 
 from .corpus import bundled_texts
 
@@ -103,7 +103,7 @@ LONG = st.one_of(
 
 @pytest.mark.parametrize("name", EXACT)
 def test_a_head_encodes_to_the_texts_first_tokens_over_the_corpus(name: str) -> None:
-    from edgewise.countcache import token_head
+    from edgewise.tokens.cache import token_head
 
     enc = get_tokenizer(name).encoding
     cut = 0
@@ -121,7 +121,7 @@ def test_a_head_encodes_to_the_texts_first_tokens_over_the_corpus(name: str) -> 
 @settings(max_examples=300, deadline=None)
 @given(text=LONG, n=st.integers(min_value=0, max_value=60))
 def test_a_cut_from_a_head_is_the_cut_from_all_ids(text: str, n: int) -> None:
-    from edgewise.countcache import token_head
+    from edgewise.tokens.cache import token_head
 
     for name in EXACT:
         tok = get_tokenizer(name)

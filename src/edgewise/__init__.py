@@ -16,13 +16,13 @@ from .errors import BackendError, BudgetError, ConfigError, EdgewiseError, Input
 from .layout import get_layout, layout_names, parse, register_layout
 from .options import PackOptions
 from .order import order_names, place, register_order, reorder
-from .pack import DebugInfo, Packed, pack, variants
-from .packer import Packer
-from .prune import extractive_summary, highlight, prune_chunk
+from .packing.front import DebugInfo, Packed, pack, variants
+from .packing.packer import Packer
+from .packing.select import fit, limit
+from .prune.steps import extractive_summary, highlight, prune_chunk
 from .score import get_scorer, register_scorer, scorer_names
 from .score.rank import rank
-from .select import fit, limit
-from .tokens import get_tokenizer, register_tokenizer, tokenizer_names
+from .tokens.tokenizers import get_tokenizer, register_tokenizer, tokenizer_names
 
 __version__ = "0.1.0"
 # What `from edgewise import *` and the API reference show. The single steps of the pipeline

@@ -1,15 +1,15 @@
 /* edgewise._scan: the two passes a pack makes over every input chunk, in C.
  *
  * - scan_words: from an order of texts, the first whose word bound is within a number (generic: the
- *   reasons a caller skips texts for are decided in Python, by edgewise.select).
+ *   reasons a caller skips texts for are decided in Python, by edgewise.packing.select).
  * - plain_columns: the fields of plain input dicts, read and checked a column at a time
- *   (edgewise.ranked.rank_plain).
+ *   (edgewise.packing.plain.rank_plain).
  *
- * Optional: setup.py builds it with optional=True, and edgewise.wordbound and edgewise.ranked fall
+ * Optional: setup.py builds it with optional=True, and edgewise.tokens.wordbound and edgewise.packing.plain fall
  * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
  * tests/test_scan.py holds each pair to the same answers.
  *
- * A text's bound is edgewise.wordbound.words_bound: its whitespace-separated words as str.split()
+ * A text's bound is edgewise.tokens.wordbound.words_bound: its whitespace-separated words as str.split()
  * finds them (Py_UNICODE_ISSPACE), less one for each of U+001C..U+001F (str.split() splits on them,
  * the encodings' \s does not) and, for o200k, one for each line break followed by "/". The scan
  * only asks whether that bound passes `stop`, so it counts words until it does.
@@ -97,10 +97,10 @@ PyDoc_STRVAR(scan_words_doc,
 "scan_words(bridged, texts, order, start, stop, limit) -> int\n\n"
 "From rank start of order (positions in texts; None: texts in order), the first rank whose text\n"
 "has at most limit characters or a word bound of at most stop; len(order) if none.\n"
-"See edgewise.wordbound.scan_words_py, the same in Python.");
+"See edgewise.tokens.wordbound.scan_words_py, the same in Python.");
 
 /* A generic primitive: it reads texts and their word bounds only, and knows nothing of why a
-   caller skips them (edgewise.select decides that, in Python). */
+   caller skips them (edgewise.packing.select decides that, in Python). */
 static PyObject *
 scan_words(PyObject *self, PyObject *args)
 {
@@ -148,7 +148,7 @@ scan_words(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(bound_over_doc,
 "words_over(text, stop, bridges) -> bool\n\n"
-"Whether edgewise.wordbound.words_bound(text, stop, bridges) passes stop.");
+"Whether edgewise.tokens.wordbound.words_bound(text, stop, bridges) passes stop.");
 
 static PyObject *
 words_over(PyObject *self, PyObject *args)
@@ -165,7 +165,7 @@ words_over(PyObject *self, PyObject *args)
 
 PyDoc_STRVAR(plain_columns_doc,
 "plain_columns(items) -> (texts, ids, scores, titles, missing_ids, missing_scores) | None\n\n"
-"See edgewise.ranked.plain_columns_py, the same in Python.");
+"See edgewise.packing.plain.plain_columns_py, the same in Python.");
 
 static PyObject *key_text, *key_id, *key_score, *key_title, *key_tokens, *key_meta;
 
@@ -248,7 +248,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "edgewise._scan",
-    "The passes a pack makes over every input chunk, in C (see edgewise.wordbound and edgewise.ranked).", -1, methods,
+    "The passes a pack makes over every input chunk, in C (see edgewise.tokens.wordbound and edgewise.packing.plain).", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -1,7 +1,7 @@
 """edgewise._scan: two generic passes in C (src/edgewise/_scan.c), each with its Python twin.
 
 They read texts and plain dicts and know nothing of selection policy: which chunks are dropped and
-why is decided in :mod:`edgewise.select`.
+why is decided in :mod:`edgewise.packing.select`.
 """
 
 from typing import Any
@@ -9,12 +9,12 @@ from typing import Any
 def scan_words(bridged: bool, texts: list[str], order: list[int] | None, start: int, stop: int, limit: int, /) -> int:
     """From rank ``start`` of ``order`` (positions in ``texts``; None: ``texts`` in order), the first
     rank whose text has at most ``limit`` characters or a word bound of at most ``stop``
-    (``edgewise.wordbound.words_bound``, o200k's bridges if ``bridged``); ``len(order)`` if none.
-    Twin: ``edgewise.wordbound.scan_words_py``."""
+    (``edgewise.tokens.wordbound.words_bound``, o200k's bridges if ``bridged``); ``len(order)`` if none.
+    Twin: ``edgewise.tokens.wordbound.scan_words_py``."""
 
 def words_over(text: str, stop: int, bridges: bool, /) -> bool:
-    """Whether ``edgewise.wordbound.words_bound(text, stop, bridges)`` passes ``stop``."""
+    """Whether ``edgewise.tokens.wordbound.words_bound(text, stop, bridges)`` passes ``stop``."""
 
 def plain_columns(items: Any, /) -> tuple[list[str], list[Any], list[Any], list[Any], int, int] | None:
     """The texts, ids, scores and titles of plain input dicts, a column each, and how many have no
-    id and no score; None unless every item is a plain dict. Twin: ``edgewise.ranked.plain_columns_py``."""
+    id and no score; None unless every item is a plain dict. Twin: ``edgewise.packing.plain.plain_columns_py``."""

@@ -1,4 +1,5 @@
-"""Strict reading of chunk input: a JSON array or JSON Lines, refused with the line and field at fault.
+"""Strict reading of input: UTF-8 bytes (:func:`decode`) and chunk lists, a JSON array or JSON Lines,
+refused with the byte, line or field at fault.
 
 Every item must be an object or a string, every number finite, every string valid Unicode, and
 nothing nested more than :data:`MAX_DEPTH` levels deep; the common, clean input is parsed once by
@@ -12,6 +13,29 @@ import math
 from typing import Any
 
 from .errors import InputError
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def decode(data: bytes, source: str) -> str:
+    """Strict UTF-8 text of ``data``; a leading BOM is dropped. ``source`` names the bytes in errors.
+
+    >>> decode(b"\\xef\\xbb\\xbfhi", "x")
+    'hi'
+    >>> decode(b"caf\\xe9 noir", "query file 'q.txt'")
+    Traceback (most recent call last):
+    ...
+    edgewise.errors.InputError: query file 'q.txt' must be UTF-8 text, but byte offset 3 (0xE9) is not UTF-8 (invalid continuation byte); save it as UTF-8
+    """
+    skip = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = skip + exc.start
+        raise InputError(
+            f"{source} must be UTF-8 text, but byte offset {offset} (0x{data[offset]:02X}) is not UTF-8 "
+            f"({exc.reason}); save it as UTF-8"
+        ) from None
 
 
 def loads(text: str, source: str = "<input>") -> list[Any]:

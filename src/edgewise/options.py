@@ -144,10 +144,10 @@ class PackOptions:
     """How to pack: the budget, the tokenizer, the placement, the layout, scoring and pruning.
 
     Frozen and validated on construction; :meth:`replace` returns a new validated copy. ``model``
-    names a model of :mod:`edgewise.models` (or is a ``ModelSpec``): the prompt is counted with its
+    names a model of :mod:`edgewise.catalog` (or is a ``ModelSpec``): the prompt is counted with its
     tokenizer, and without a ``budget`` the budget is its whole context window (give a budget to
     leave room for the answer). A ``tokenizer`` given with it must be the model's. Names are
-    resolved when packing (:class:`~edgewise.packer.Packer`), like the tokenizer's and layout's.
+    resolved when packing (:class:`~edgewise.packing.packer.Packer`), like the tokenizer's and layout's.
     """
 
     budget: int | None = _opt(None, "int", "tokens for the whole rendered prompt (default: no limit)", minimum=1, short="-b")

@@ -23,8 +23,8 @@ group's object must be:
                               ranks ``0..n-1`` (0 = best) in prompt order
 ``edgewise.layouts``          a factory ``fn(arg: str | None) -> edgewise.layout.Layout``
 ``edgewise.scorers``          a factory ``fn(arg: str | None) -> edgewise.score.Scorer``
-``edgewise.tokenizers``       a factory ``fn(arg: str | None) -> edgewise.tokens.Tokenizer``
-``edgewise.models``           an ``edgewise.models.ModelSpec``, or a mapping of ``tokenizer``,
+``edgewise.tokenizers``       a factory ``fn(arg: str | None) -> edgewise.tokens.tokenizers.Tokenizer``
+``edgewise.models``           an ``edgewise.catalog.ModelSpec``, or a mapping of ``tokenizer``,
                               ``context_window`` and optionally ``max_output_tokens``
 ``edgewise.backends``         a factory ``fn(**options) -> edgewise.eval.backends.Backend``
 ``edgewise.tasks``            a builder ``fn(**options) -> edgewise.eval.tasks.Task``
@@ -65,8 +65,8 @@ _KINDS = {  # every registry: the module that holds it (and registers the built-
     "orders": ("edgewise.order", "ORDERS"),
     "layouts": ("edgewise.layout", "LAYOUTS"),
     "scorers": ("edgewise.score", "SCORERS"),
-    "tokenizers": ("edgewise.tokens", "TOKENIZERS"),
-    "models": ("edgewise.models", "MODELS"),
+    "tokenizers": ("edgewise.tokens.tokenizers", "TOKENIZERS"),
+    "models": ("edgewise.catalog", "MODELS"),
     "backends": ("edgewise.eval.backends", "BACKENDS"),
     "tasks": ("edgewise.eval.tasks", "TASKS"),
     "metrics": ("edgewise.eval.metrics", "METRICS"),

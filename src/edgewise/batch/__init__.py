@@ -68,7 +68,7 @@ def run(input: str | Path, output: str | Path, options: Any = None, *, engine: s
     either way). ``resume``: finish the stopped job recorded in ``output`` (:mod:`edgewise.batch.job`).
     Returns a :class:`~edgewise.batch.local.Summary` (rows, error rows, files, seconds).
     """
-    from ..packer import Packer
+    from ..packing.packer import Packer
     from .job import Job, recorded_rows_per_unit
     from .units import plan_job
 

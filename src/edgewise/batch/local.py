@@ -1,6 +1,6 @@
 """Packing units of rows, and the plain process-pool engine (no Ray).
 
-A worker holds one :class:`~edgewise.packer.Packer` (tokenizer and scorer models loaded once) and
+A worker holds one :class:`~edgewise.packing.packer.Packer` (tokenizer and scorer models loaded once) and
 packs a unit at a time (:func:`pack_unit`). Before packing a unit, the texts its rows need embedded
 by the job's embedding scorer (``dense``, ``hybrid``...) go through the model in one call, so the
 ONNX runs see full batches across rows; each row's pack then finds its vectors in the cache.
@@ -120,7 +120,7 @@ _CHUNK_RECORDS = False
 
 def _init_worker(options: Any, chunk_records: bool, parent: int) -> None:
     global _WORKER, _CHUNK_RECORDS
-    from ..packer import Packer
+    from ..packing.packer import Packer
     from .lifeline import die_with_parent
 
     die_with_parent(parent)
@@ -139,7 +139,7 @@ def run_local(job: Job, options: Any = None, *, concurrency: int = 1, chunk_reco
     """Pack the units ``job`` has not written yet on ``concurrency`` processes (1: in this process),
     then join them into its ``part-00000.parquet``. Stopped (Ctrl-C, SIGTERM) or with a worker lost,
     it stops the workers and says how to resume; what is written stays."""
-    from ..packer import Packer
+    from ..packing.packer import Packer
 
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, but got {concurrency}")

@@ -1,6 +1,6 @@
 """The batch job on Ray Data: units of input → ``map_batches`` on Packer actors → ``write_parquet``.
 
-Each actor builds one :class:`~edgewise.packer.Packer` in its constructor (tokenizer and any
+Each actor builds one :class:`~edgewise.packing.packer.Packer` in its constructor (tokenizer and any
 scoring or pruning model loaded once per worker) and packs a unit of rows per call;
 ``concurrency`` actors run at once. An actor that dies is restarted and its unit run again
 (``max_restarts``/``max_task_retries``, bounded so a row that kills every worker stops the job).
@@ -39,7 +39,7 @@ class PackUnits:
     file of the job's folder (``target``); returns the rows written per unit."""
 
     def __init__(self, options: Any = None, chunk_records: bool = False, **overrides: Any) -> None:
-        from ..packer import Packer
+        from ..packing.packer import Packer
 
         self.packer = Packer(options, **overrides)
         self.chunk_records = chunk_records
@@ -58,7 +58,7 @@ class PackRows:
     """A Ray Data callable class for rows of ``query``, ``chunks``, ``options?``, ``id``."""
 
     def __init__(self, options: Any = None, chunk_records: bool = False, **overrides: Any) -> None:
-        from ..packer import Packer
+        from ..packing.packer import Packer
 
         self.packer = Packer(options, **overrides)
         self.chunk_records = chunk_records
@@ -101,7 +101,7 @@ def pack_dataset(ds: Any, options: Any = None, *, concurrency: int = 1, batch_si
         ds = ray.data.read_parquet("requests.parquet")
         pack_dataset(ds, budget=2000).write_parquet("out/")
     """
-    from ..packer import Packer
+    from ..packing.packer import Packer
 
     need_ray()
     if concurrency < 1:

@@ -6,7 +6,7 @@ holds the prompt, the OpenAI-style messages, and the debug info as typed columns
 a row that cannot be packed keeps its ``index`` and ``id`` and says why in ``error``, every other
 column null. :func:`packed_dict` turns an output row back into what ``Packed.to_dict()`` gives.
 
->>> from edgewise.packer import Packer
+>>> from edgewise.packing.packer import Packer
 >>> row = pack_row(Packer(tokenizer="words"), 0, {"query": "capital?", "chunks": ["Paris.", "Rome."]})
 >>> row["id"], row["order"], row["prompt_tokens"], row["error"]
 ('0', ['chunk-0', 'chunk-1'], 194, None)
@@ -20,8 +20,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..debug import _FIELDS as DEBUG_FIELDS
 from ..errors import InputError
+from ..packing.debug import _FIELDS as DEBUG_FIELDS
 
 ROW_KEYS = ("id", "query", "chunks", "options")
 _LIST_FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "placed", "summarized", "truncated",
@@ -32,8 +32,8 @@ _STR_FIELDS = ("tokenizer", "strategy", "layout", "scorer")
 
 def schema() -> Any:
     """The Arrow schema of every output row: ``index``, ``id``, the packed prompt, its messages, every
-    :class:`~edgewise.debug.DebugInfo` field as a typed column (``chunks`` is a list of structs with
-    :data:`~edgewise.debug.CHUNK_KEYS`), and ``error``."""
+    :class:`~edgewise.packing.debug.DebugInfo` field as a typed column (``chunks`` is a list of structs with
+    :data:`~edgewise.packing.debug.CHUNK_KEYS`), and ``error``."""
     import pyarrow as pa
 
     ids = pa.list_(pa.string())

@@ -171,7 +171,7 @@ def _parse(raw: bytes, source: str) -> Any:
     fast = fast_row(raw)
     if fast is not None:
         return fast
-    from ..textio import decode
+    from ..jsonin import decode
 
     try:
         return parse_line(decode(raw, source), source)

@@ -62,7 +62,7 @@ def _pack_options(a: argparse.Namespace) -> Any:
 def cmd_retrieve(a: argparse.Namespace) -> None:
     from ..index.lance import open_store
     from ..index.search import pack_hits, retrieve
-    from ..packer import Packer
+    from ..packing.packer import Packer
     from .pack import _emit, table
 
     question = text_arg(a.question, "question") or ""
@@ -111,9 +111,9 @@ def _shown(source: str) -> str:
 
 def _ask_options(a: argparse.Namespace) -> Any:
     """The pack options for ``ask``: the model's tokenizer and a budget that leaves room for the answer."""
+    from ..catalog import get_model
     from ..errors import ConfigError
     from ..index.answer import budget_for
-    from ..models import get_model
 
     opts = _pack_options(a)
     given = opts.to_dict(changed_only=True)

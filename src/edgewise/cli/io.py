@@ -1,6 +1,6 @@
 """What every CLI command shares: reading chunks and ``@FILE`` values, writing JSON.
 
-Reading goes through :mod:`edgewise.textio`'s strict rules: UTF-8 only (a BOM is accepted),
+Reading goes through :mod:`edgewise.cli.textio`'s strict rules: UTF-8 only (a BOM is accepted),
 JSON arrays or JSON Lines split on ``\\n`` only, and every failure an :class:`InputError` naming
 the source, which the CLI prints as one line with exit status 2.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..textio import read_chunks as read_chunk_list
-from ..textio import text_arg, write_out
+from .textio import read_chunks as read_chunk_list
+from .textio import text_arg, write_out
 
 __all__ = ["dump", "dumps", "read_chunk_list", "text_arg", "write_out"]
 

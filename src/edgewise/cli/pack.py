@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from ..pack import FORMATS  # the output formats, defined with pack() (loaded by `import edgewise` anyway)
+from ..packing.front import FORMATS  # the output formats, defined with pack() (loaded by `import edgewise` anyway)
 from .io import dumps, read_chunk_list, text_arg, write_out
 from .lazy import command
 
@@ -48,7 +48,7 @@ def _options(a: argparse.Namespace) -> Any:
 
 
 def cmd_pack(a: argparse.Namespace) -> None:
-    from ..pack import pack
+    from ..packing.front import pack
 
     packed = pack(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a))
     write_out(_emit(packed, a.format))
@@ -57,7 +57,7 @@ def cmd_pack(a: argparse.Namespace) -> None:
 
 
 def cmd_variants(a: argparse.Namespace) -> None:
-    from ..pack import variants
+    from ..packing.front import variants
 
     positions = [p.strip() for p in a.positions.split(",") if p.strip()]
     options = _options(a)  # the layout is the parser's default (layered) unless --layout names one

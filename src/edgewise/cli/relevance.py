@@ -58,7 +58,7 @@ def cmd_score(a: argparse.Namespace) -> None:
 
 
 def cmd_prune(a: argparse.Namespace) -> None:
-    from ..prune import _check_threshold, prune
+    from ..prune.steps import _check_threshold, prune
 
     query = _query(a.query)
     _check_threshold(a.threshold)
@@ -89,7 +89,7 @@ def _render(text: str, spans: list[Any], fmt: str) -> str:
 
 def cmd_highlight(a: argparse.Namespace) -> None:
     from ..chunk import Chunk
-    from ..prune import _check_threshold, highlight
+    from ..prune.steps import _check_threshold, highlight
 
     query = _query(a.query)
     _check_threshold(a.threshold)
@@ -122,7 +122,7 @@ def _common(p: argparse.ArgumentParser, chunks_required: bool = True) -> None:
 
 def _sentence_opts(p: argparse.ArgumentParser) -> None:
     from ..options import option_argument
-    from ..prune import DEFAULT_THRESHOLD
+    from ..prune.steps import DEFAULT_THRESHOLD
 
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")

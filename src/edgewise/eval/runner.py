@@ -11,7 +11,7 @@ position:
   chunks as a retriever would (key chunk ranked at that position, scores falling with rank) but
   *not* told which chunk holds the answer. Options are ``pack()`` keyword arguments, plus
   ``prune_scorer=lexical|dense|auto``, which with ``prune=THRESHOLD`` sentence-prunes every chunk
-  with :func:`edgewise.prune.prune` and that scorer before packing (``pack(prune=)`` uses ``auto``).
+  with :func:`edgewise.prune.steps.prune` and that scorer before packing (``pack(prune=)`` uses ``auto``).
   The chunks carry the retriever's scores, so ``scorer=NAME`` needs ``rescore=true`` (the packer then
   ranks them itself, ignoring the retrieval order); alone it is refused rather than silently ignored.
 
@@ -123,7 +123,7 @@ class Prompt:
 
 def build_prompt(task: Task, example: Example, position: int | None, condition: Condition) -> Prompt:
     """The prompt for one example, position and condition (``position`` is ignored by reference conditions)."""
-    from ..pack import pack
+    from ..packing.front import pack
 
     if condition.name == "closedbook":
         packed = pack(example.question, [], layout=task.layout)  # paper: the paper's closed-book prompt
@@ -149,9 +149,9 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
 
 
 def _pruned(query: str, chunks: list[dict[str, Any]], threshold: Any, scorer: str) -> list[dict[str, Any]]:
-    """Sentence-prune every chunk with :func:`edgewise.prune.prune` and the given sentence scorer."""
+    """Sentence-prune every chunk with :func:`edgewise.prune.steps.prune` and the given sentence scorer."""
     from ..chunk import Chunk
-    from ..prune import prune
+    from ..prune.steps import prune
 
     check_number("prune", threshold, low=0, high=1, what="a threshold in [0, 1]", error=ConfigError)
     kept = prune(query, [Chunk.from_dict(c, i) for i, c in enumerate(chunks)], float(threshold), scorer=scorer)

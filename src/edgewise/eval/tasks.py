@@ -237,7 +237,7 @@ def needle_task(examples: int = 5, *, lengths: Sequence[int] = (250, 500, 1000),
     Positions are depths in percent; each example's chunks are filler passages up to its length
     plus the needle chunk.
     """
-    from ..tokens import get_tokenizer
+    from ..tokens.tokenizers import get_tokenizer
 
     _check_count("examples", examples)
     if not lengths:

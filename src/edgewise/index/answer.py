@@ -15,7 +15,7 @@ from typing import Any
 from ..checks import check_int
 from ..errors import ConfigError
 from ..options import PackOptions
-from ..packer import Packed, Packer
+from ..packing.packer import Packed, Packer
 from .search import Hit, cited, retrieve
 from .store import Store
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..checks import check_int
 from ..errors import InputError
-from ..tokens import get_tokenizer
+from ..tokens.tokenizers import get_tokenizer
 from .chunking import check_sizes, split_text
 from .lance import open_store
 from .lock import WriteLock

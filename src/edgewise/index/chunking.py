@@ -1,6 +1,6 @@
 """Token-aware chunks with overlap, on sentence boundaries, each an exact span of its document.
 
-Sentences (:func:`edgewise.sentences.split_sentences`) are taken in order into a chunk while the
+Sentences (:func:`edgewise.prune.sentences.split_sentences`) are taken in order into a chunk while the
 chunk's exact token count (the target tokenizer's, of the chunk's own text) stays within ``size``;
 the next chunk starts with the last sentences of the one before, up to ``overlap`` tokens of them.
 A sentence longer than ``size`` is cut at token boundaries into pieces of at most ``size`` tokens.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from ..checks import check_int
 from ..errors import InputError
-from ..sentences import split_sentences
-from ..tokens import Tokenizer
+from ..prune.sentences import split_sentences
+from ..tokens.tokenizers import Tokenizer
 
 
 @dataclass(frozen=True)

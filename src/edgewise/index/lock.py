@@ -44,7 +44,7 @@ def lock_path(location: str | Path) -> Path:
     """The lock file of the store at ``location``."""
     loc = str(location)
     if "://" in loc:
-        from ..encodings import cache_dir
+        from ..tokens.encodings import cache_dir
 
         return cache_dir() / "locks" / (hashlib.sha256(loc.encode("utf-8")).hexdigest()[:32] + ".lock")
     path = Path(loc)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..checks import check_int, check_str
 from ..errors import ConfigError
-from ..packer import Packed, Packer
+from ..packing.packer import Packed, Packer
 from .build import default_embed
 from .store import Row, Store
 

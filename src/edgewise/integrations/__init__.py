@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from ..checks import check_int, check_str
 from ..chunk import Chunk
 from ..order import place, resolve
-from ..select import limit
-from ..tokens import get_tokenizer
+from ..packing.select import limit
+from ..tokens.tokenizers import get_tokenizer
 
 TRUNCATED_KEY = "edgewise_truncated"
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..packer import Packed, Packer
+from ..packing.packer import Packed, Packer
 
 META_KEY = "edgewise"  # the metadata key a placed document gains when its text was changed
 

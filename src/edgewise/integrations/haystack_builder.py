@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError, missing_extra
 from ..options import PackOptions
-from ..packer import Packer
+from ..packing.packer import Packer
 from .documents import META_KEY, Doc, pack_docs
 
 try:
@@ -75,7 +75,7 @@ class EdgewisePromptBuilder:
         if scorer is not None:
             scorer.score("warm up", ["warm up"])  # model-backed scorers load their model on first use
         if opts.prune is not None or opts.summaries == "auto":
-            from ..sentence_scores import score_sentences
+            from ..prune.scores import score_sentences
 
             score_sentences("warm up", "Warm up.", scorer=opts.prune_scorer)
         self._warm = True

@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..debug import DebugInfo
 from ..errors import InputError, missing_extra
 from ..options import PackOptions
-from ..packer import Packed, Packer
+from ..packing.debug import DebugInfo
+from ..packing.packer import Packed, Packer
 from .documents import META_KEY, Doc, pack_docs
 
 try:

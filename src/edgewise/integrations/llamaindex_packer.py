@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InputError, missing_extra
 from ..options import PackOptions
-from ..packer import Packed, Packer
+from ..packing.packer import Packed, Packer
 from .documents import META_KEY, Doc, pack_docs
 
 try:

@@ -19,7 +19,7 @@ from .base import (
     register_layout,
     unquote,
 )
-from .parse import Parsed, ParsedChunk, parse
+from .parsing import Parsed, ParsedChunk, parse
 
 __all__ = [
     "LAYOUTS", "Item", "Layout", "Parsed", "ParsedChunk", "Rendered", "RenderInput",

@@ -1,7 +1,7 @@
 """Layout policy the packer asks about, with defaults for layouts that declare none.
 
-A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.budget` and
-:mod:`edgewise.pack` call them through the functions below, never by checking the layout's name.
+A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.packing.budget` and
+:mod:`edgewise.packing.front` call them through the functions below, never by checking the layout's name.
 
 - ``key_facts(high_importance_k) -> int | None``: how many top-ranked chunks are key facts, budgeted
   before the rest and never replaced by automatic summaries. ``None`` (the default): no key-facts
@@ -14,7 +14,7 @@ A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.
   of ``item.text`` as a word of its own (it may add characters, indentation and tags, but never
   joins two words, drops whitespace between them, or puts ``/`` right after a line break), so a
   chunk's word count bounds its block's tokens from below and a chunk that cannot fit is skipped
-  without encoding it (see :func:`edgewise.tokens.words_bound`). Default: no promise.
+  without encoding it (see :func:`edgewise.tokens.tokenizers.words_bound`). Default: no promise.
 - ``tags_bound(chunk, tok) -> int``: a lower bound on the cost of the chunk's block truncated to no
   text, for an exact tokenizer; a chunk whose tags leave too little room is not truncated, and not
   rendered to find that out. It may read the chunk's title only: it is asked once per title, with

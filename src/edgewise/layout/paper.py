@@ -46,7 +46,7 @@ class Paper:
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""
-        from .parse import parse_paper
+        from .parsing import parse_paper
 
         return parse_paper(prompt)
 

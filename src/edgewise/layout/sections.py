@@ -73,7 +73,7 @@ class Sections(DocTags):
 
     def parse(self, prompt: str) -> Any:
         """Read a prompt this layout rendered back into sections and exact chunk texts."""
-        from .parse import parse_blocks
+        from .parsing import parse_blocks
 
         return parse_blocks(prompt)
 

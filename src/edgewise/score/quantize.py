@@ -15,7 +15,7 @@ fp32. :func:`int8_model` rewrites such a file once:
 The activation scale covers the whole input of one run, so an int8 model must run **one text per
 run** for a text's vector not to depend on the texts batched with it (``DenseScorer`` does so).
 
-The result sits in the user's cache directory (:func:`edgewise.encodings.cache_dir`) under
+The result sits in the user's cache directory (:func:`edgewise.tokens.encodings.cache_dir`) under
 ``models/``, named by the SHA-256 of the source file and the recipe, with a JSON record of its own
 SHA-256 that is checked on every load; a missing, foreign or corrupt file is rebuilt. Building
 needs the ``onnx`` package; loading a built file does not.
@@ -55,7 +55,7 @@ def sha256_file(path: Path) -> str:
 
 def int8_path(source: Path, directory: str | Path | None = None) -> Path:
     """Where the int8 build of ``source`` is cached: ``models/<source SHA-256>-<recipe>.onnx``."""
-    from ..encodings import cache_dir
+    from ..tokens.encodings import cache_dir
 
     base = Path(directory) if directory is not None else cache_dir()
     return base / "models" / f"{sha256_file(source)}-{RECIPE}.onnx"

@@ -1,6 +1,6 @@
 """``create_app(config)``: the FastAPI app of ``edgewise serve``.
 
-One process holds one long-lived :class:`~edgewise.packer.Packer` (the shared default one, which
+One process holds one long-lived :class:`~edgewise.packing.packer.Packer` (the shared default one, which
 :func:`edgewise.variants` packs with too), so tokenizers, scorers and their caches load once.
 ``--preload`` scorers are resolved when the app starts (a bad name stops the start) and their
 models loaded in a background thread; ``/readyz`` answers 503 until they are in. The layers, from
@@ -29,7 +29,7 @@ from fastapi.openapi.utils import get_openapi
 from .. import __version__
 from ..errors import ConfigError
 from ..options import PackOptions
-from ..packer import default_packer
+from ..packing.packer import default_packer
 from . import connections, errors, routes, warmup
 from .admission import Admission
 from .assets import Assets, resolve_spec
@@ -51,7 +51,7 @@ def capabilities(config: ServeConfig) -> dict[str, Any]:
         out[kind] = [{"name": name, "source": source} for name, source in entries]
     out["prune_scorers"] = list(PackOptions.spec("prune_scorer").choices)
     try:
-        from .. import models  # the model registry, where installed
+        from .. import catalog as models  # the model registry, where installed
     except ImportError:
         pass
     else:
@@ -94,7 +94,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if (speed_up := getattr(tok, "speed_up", None)) is not None:
         speed_up()  # a server is long-lived: its fastest counter from the first request (~0.2 s more at start)
     if config.models_file:  # the user's models: before the capabilities list them and any request names one
-        from ..models import load_models
+        from ..catalog import load_models
 
         load_models(config.models_file)
     app.state.capabilities = capabilities(config)  # loads the plugins once, here

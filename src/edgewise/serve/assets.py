@@ -48,7 +48,7 @@ FILE_BACKED = {"layouts": {"template"}, "orders": {"calibrated"}, "tokenizers": 
                "scorers": {"cross", "dense"}}
 NOT_FILES = {("scorers", "dense"): {"int8", "fp32"}}  # dense:int8 is a precision, not a path
 _REGISTRIES = {"orders": ("edgewise.order", "ORDERS"), "layouts": ("edgewise.layout", "LAYOUTS"),
-               "scorers": ("edgewise.score", "SCORERS"), "tokenizers": ("edgewise.tokens", "TOKENIZERS")}
+               "scorers": ("edgewise.score", "SCORERS"), "tokenizers": ("edgewise.tokens.tokenizers", "TOKENIZERS")}
 OPTION_KINDS = {"tokenizer": "tokenizers", "order": "orders", "layout": "layouts", "scorer": "scorers"}
 DEBUG_NAMES = ("tokenizer", "strategy", "layout", "scorer")  # the DebugInfo fields that hold specs
 TEXT_FILES = {("layouts", "template"), ("orders", "calibrated")}  # read whole as text: size-limited

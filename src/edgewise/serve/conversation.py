@@ -55,7 +55,7 @@ class Plan:
     """A packed request: the body to forward and the arithmetic behind it (:meth:`headers`, :meth:`debug`)."""
 
     body: dict[str, Any]
-    packed: Any  # edgewise.packer.Packed
+    packed: Any  # edgewise.packing.packer.Packed
     convention: str
     model: str | None
     tokenizer: str
@@ -273,7 +273,7 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
     if pack_opts.get("tokenizer") is None:
         pack_opts["tokenizer"] = tokenizer
     if packer is None:
-        from ..packer import default_packer
+        from ..packing.packer import default_packer
 
         packer = default_packer()
     tok = packer.tokenizer(PackOptions.from_dict(pack_opts))
@@ -316,7 +316,7 @@ def _window(opts: Mapping[str, Any], model: str | None, get_model: Callable[[str
 
 def _lookup(model: str, get_model: Callable[[str], Any] | None, *, quiet: bool) -> Any:
     if get_model is None:
-        from ..models import get_model
+        from ..catalog import get_model
     try:
         return get_model(model)
     except ConfigError as e:

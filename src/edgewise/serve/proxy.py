@@ -70,7 +70,7 @@ class Upstream:
         import httpx
 
         if self.config.models_file is not None:  # the names the proxy sizes conversations by (idempotent)
-            from ..models import load_models
+            from ..catalog import load_models
 
             load_models(self.config.models_file)
         metrics = getattr(app.state, "metrics", None)

@@ -10,7 +10,7 @@ their compact JSON. The packed prompt becomes the text of the last user message 
 ``input_text`` part); a string ``input`` stays a string.
 
 A request that continues a stored conversation (``previous_response_id`` or ``conversation``) has
-earlier turns the upstream adds and edgewise cannot count: it must give ``edgewise.budget``, the
+earlier turns the upstream adds and edgewise cannot count: it must give ``edgewise.packing.budget``, the
 tokens the packed message may take, and the budget of the whole prompt is then the client's.
 
 >>> plan = prepare_response({"model": "m", "max_output_tokens": 20, "instructions": "Be terse.",

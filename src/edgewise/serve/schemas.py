@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..options import PackOptions
-from ..prune import DEFAULT_THRESHOLD
+from ..prune.steps import DEFAULT_THRESHOLD
 
 
 def options_schema(exclude: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -6,7 +6,7 @@ matching command prints with ``--format json`` (``/v1/pack`` ↔ ``edgewise pack
 ``/v1/score`` ↔ ``edgewise score``...). File-backed specs are resolved inside the assets
 directory first (:mod:`edgewise.serve.assets`), and named relative to it again in the reply.
 
->>> from edgewise.packer import Packer
+>>> from edgewise.packing.packer import Packer
 >>> out = pack(Packer(preload=False), PackRequest(query="q", chunks=["a", "b"], options={"tokenizer": "words"}), None)
 >>> out["debug_info"]["order"], out["debug_info"]["tokenizer"]
 (['chunk-0', 'chunk-1'], 'words')
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..options import PackOptions
-from ..packer import Packer
+from ..packing.packer import Packer
 from .assets import Assets, relative, resolve_options, resolve_spec
 from .schemas import HighlightRequest, PackRequest, PruneRequest, ScoreRequest, TokensRequest, VariantsRequest
 
@@ -48,7 +48,7 @@ def variants(packer: Packer, req: VariantsRequest, assets: Assets | None) -> dic
 
     ``edgewise.variants`` packs with the shared default Packer, which is ``packer`` in the service.
     """
-    from ..pack import variants as run
+    from ..packing.front import variants as run
 
     given = dict(req.options)
     PackOptions.from_dict(given)
@@ -80,7 +80,7 @@ def score(packer: Packer, req: ScoreRequest, assets: Assets | None) -> list[dict
 
 
 def _sentence_args(threshold: Any, scorer: Any) -> None:
-    from ..prune import _check_threshold
+    from ..prune.steps import _check_threshold
 
     _check_threshold(threshold)
     PackOptions(prune_scorer=scorer)  # its choices, its message
@@ -89,7 +89,7 @@ def _sentence_args(threshold: Any, scorer: Any) -> None:
 def prune(packer: Packer, req: PruneRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise prune``: each chunk with only the sentences that help the query."""
     from ..chunk import normalize
-    from ..prune import prune as run
+    from ..prune.steps import prune as run
 
     query = _query(req.query)
     _sentence_args(req.threshold, req.scorer)
@@ -101,7 +101,7 @@ def prune(packer: Packer, req: PruneRequest, assets: Assets | None) -> list[dict
 def highlight(packer: Packer, req: HighlightRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise highlight --format json``: ``[{"id", "spans": [...]}]`` per chunk (or the text)."""
     from ..chunk import Chunk, normalize
-    from ..prune import highlight as run
+    from ..prune.steps import highlight as run
 
     query = _query(req.query)
     _sentence_args(req.threshold, req.scorer)
@@ -114,7 +114,7 @@ def highlight(packer: Packer, req: HighlightRequest, assets: Assets | None) -> l
 
 def tokens(packer: Packer, req: TokensRequest, assets: Assets | None) -> dict[str, Any]:
     """Count ``text`` with a tokenizer, and cut it to ``max_tokens`` when asked."""
-    from ..tokens import get_tokenizer
+    from ..tokens.tokenizers import get_tokenizer
 
     opts = PackOptions(tokenizer=req.tokenizer)
     tok = get_tokenizer(resolve_spec("tokenizers", opts.tokenizer, assets))

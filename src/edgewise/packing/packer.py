@@ -16,21 +16,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..checks import check_str
+from ..chunk import Chunk, Merged, normalize_indexed
+from ..errors import BudgetError, ConfigError, InputError
+from ..layout import Item, Layout, Rendered, get_layout, hooks
+from ..options import DEFAULT_TOKENIZER, PackOptions
+from ..order import place, resolve, slot_index
+from ..prune.condense import prune_step, summary_step
+from ..score import Scorer, get_scorer
+from ..score.rank import rank
+from ..tokens.tokenizers import Tokenizer, get_tokenizer
 from . import debug
 from .budget import BlockCosts, Layers, Meter, PackCounts, reserve, settle
-from .checks import check_str
-from .chunk import Chunk, Merged, normalize_indexed
-from .condense import prune_step, summary_step
 from .debug import DebugInfo
-from .errors import BudgetError, ConfigError, InputError
-from .layout import Item, Layout, Rendered, get_layout, hooks
-from .options import DEFAULT_TOKENIZER, PackOptions
-from .order import place, resolve, slot_index
-from .ranked import rank_plain
-from .score import Scorer, get_scorer
-from .score.rank import rank
+from .plain import rank_plain
 from .select import limit
-from .tokens import Tokenizer, get_tokenizer
 
 
 @dataclass
@@ -261,7 +261,7 @@ def tokenizer_spec(opts: PackOptions) -> str | Tokenizer:
     """
     if opts.model is None:
         return DEFAULT_TOKENIZER if opts.tokenizer is None else opts.tokenizer
-    from .models import get_model
+    from ..catalog import get_model
 
     model = get_model(opts.model)
     if opts.tokenizer is None:
@@ -282,7 +282,7 @@ def for_model(opts: PackOptions) -> PackOptions:
     """
     if opts.model is None:
         return opts
-    from .models import get_model
+    from ..catalog import get_model
 
     window = get_model(opts.model).context_window
     return opts.replace(tokenizer=tokenizer_spec(opts), budget=window if opts.budget is None else opts.budget)

@@ -338,7 +338,7 @@ def _entry(where: str, name: str, entry: Any) -> tuple[ModelSpec, bool]:
 
 def _check_tokenizer(head: str, spec: str) -> None:
     """The tokenizer's name must be registered (its file, for ``hf:``/``gguf:``, is read when used)."""
-    from .tokens import TOKENIZERS
+    from .tokens.tokenizers import TOKENIZERS
 
     try:
         TOKENIZERS.lookup(spec, strict=True)

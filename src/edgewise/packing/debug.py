@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .chunk import Chunk, Merged
-from .layout import Item, Rendered
-from .ranked import ids, ids_scores
+from ..chunk import Chunk, Merged
+from ..layout import Item, Rendered
+from .plain import ids, ids_scores
 from .select import Run
 
 CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")
@@ -105,7 +105,7 @@ class PackTrace:
     """What the steps of one pack produced: the one argument of :func:`build`, filled by the packer.
 
     ``dropped`` are chunks left out one by one with their reasons, ``runs`` chunks left out together
-    (see :class:`edgewise.select.Fit`), ``merged`` duplicates folded into a kept chunk; ``ranked``
+    (see :class:`edgewise.packing.select.Fit`), ``merged`` duplicates folded into a kept chunk; ``ranked``
     are all ranked chunks, best first: a record's rank is its place there. ``cost`` gives an item's
     tokens (from the pack's memo). ``strategy``, ``layout`` and ``scorer`` are the names of the
     order, layout and ranking used; ``passes`` counts the renders selection needed.

@@ -18,31 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from .errors import InputError
-from .jsonin import loads, lone_surrogate
-
-_BOM = b"\xef\xbb\xbf"
-
-
-def decode(data: bytes, source: str) -> str:
-    """Strict UTF-8 text of ``data``; a leading BOM is dropped. ``source`` names the bytes in errors.
-
-    >>> decode(b"\\xef\\xbb\\xbfhi", "x")
-    'hi'
-    >>> decode(b"caf\\xe9 noir", "query file 'q.txt'")
-    Traceback (most recent call last):
-    ...
-    edgewise.errors.InputError: query file 'q.txt' must be UTF-8 text, but byte offset 3 (0xE9) is not UTF-8 (invalid continuation byte); save it as UTF-8
-    """
-    skip = len(_BOM) if data.startswith(_BOM) else 0
-    try:
-        return data[skip:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = skip + exc.start
-        raise InputError(
-            f"{source} must be UTF-8 text, but byte offset {offset} (0x{data[offset]:02X}) is not UTF-8 "
-            f"({exc.reason}); save it as UTF-8"
-        ) from None
+from ..errors import InputError
+from ..jsonin import decode, loads, lone_surrogate
 
 
 def read_text(path: str, what: str) -> str:

@@ -1,6 +1,6 @@
 """The exact counting backends of the cl100k/o200k encodings, behind one :class:`Counter` interface:
 tiktoken's own ``Encoding``, rs-bpe's precompiled tables (the default) and quicktok (the ``fast``
-extra). :class:`edgewise.tokens.TiktokenTokenizer` counts on one of them and says which.
+extra). :class:`edgewise.tokens.tokenizers.TiktokenTokenizer` counts on one of them and says which.
 
 >>> from edgewise.tokens import get_tokenizer
 >>> tok = get_tokenizer("cl100k_base")
@@ -18,7 +18,7 @@ class Counter(Protocol):
     """An exact counting backend of one encoding: ``count`` gives the number of ids tiktoken's
     ``encode_ordinary`` gives (special-token strings are plain text, lone surrogates replaced).
 
-    :class:`edgewise.tokens.TiktokenTokenizer` counts on one of three: :class:`TiktokenCounter`,
+    :class:`edgewise.tokens.tokenizers.TiktokenTokenizer` counts on one of three: :class:`TiktokenCounter`,
     :class:`RsBpeCounter` (the default, a core dependency) or :class:`QuickCounter` (the ``fast``
     extra, after its ``speed_up()``); its ``counting`` is the one that counts now.
 

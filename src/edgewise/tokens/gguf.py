@@ -18,8 +18,8 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from .countcache import CountCache
-from .errors import ConfigError, missing_extra
+from ..errors import ConfigError, missing_extra
+from .cache import CountCache
 
 
 class GGUFTokenizer:

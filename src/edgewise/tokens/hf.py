@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .countcache import CountCache
-from .errors import ConfigError
+from ..errors import ConfigError
+from .cache import CountCache
 
 
 class HFTokenizer:

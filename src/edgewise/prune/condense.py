@@ -1,7 +1,7 @@
 """The condensing steps of :func:`edgewise.pack`: prune chunks to the sentences that help the query,
 and write extractive summaries for the chunks that may have to go in short.
 
-Both read sentences with :mod:`edgewise.prune` (the MiniLM sentence model with the ``models`` extra,
+Both read sentences with :mod:`edgewise.prune.steps` (the MiniLM sentence model with the ``models`` extra,
 a lexical model otherwise) and return new chunks; nothing is dropped here.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from .chunk import Chunk
-from .tokens import Tokenizer
+from ..chunk import Chunk
+from ..tokens.tokenizers import Tokenizer
 
 
 def prune_step(
@@ -20,7 +20,7 @@ def prune_step(
 ) -> tuple[list[Chunk], list[dict[str, Any]]]:
     """Each chunk cut to the sentences that help the query; a record for each one that lost text.
     All the chunks' sentences go through the sentence model in one call."""
-    from .prune import prune
+    from .steps import prune
 
     out, records = [], []
     for chunk, result in zip(chunks, prune(query, chunks, threshold, relative=relative, scorer=scorer)):
@@ -37,7 +37,7 @@ def summary_step(
 ) -> list[Chunk]:
     """Extractive summaries for the chunks past the first ``skip`` that have none of their own (their
     sentences go through the sentence model in one call)."""
-    from .prune import extractive_summaries
+    from .steps import extractive_summaries
 
     out = list(chunks)
     todo = [i for i in range(skip, len(chunks)) if chunks[i].summary is None and tok.count(chunks[i].text) > max_tokens]

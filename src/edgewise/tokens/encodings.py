@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .files import write_atomic
+from ..errors import ConfigError
+from ..files import write_atomic
 
 CACHE_ENV = "EDGEWISE_CACHE"
 _MAGIC = b"edgewise-ranks"

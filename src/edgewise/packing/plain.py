@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, overload
 
-from . import compiled
-from .chunk import Chunk, plain_chunk
+from ..chunk import Chunk, plain_chunk
+from ..tokens import compiled
 
 
 class PlainRanked(Sequence[Chunk]):
@@ -98,7 +98,7 @@ def plain_columns_py(items: Any) -> Columns | None:
     each, with how many have no id and no score; None unless every item is a plain dict (as
     :func:`edgewise.chunk.plain_fields` accepts one: text a str, id and title a str or absent,
     score a finite float or absent, no tokens or meta). ``edgewise._scan.plain_columns`` does the
-    same in one pass in C where it is built (:mod:`edgewise.compiled`).
+    same in one pass in C where it is built (:mod:`edgewise.tokens.compiled`).
 
     Checked a column at a time (every text, then every id...), each check one pass in C.
     """

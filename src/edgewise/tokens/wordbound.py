@@ -1,6 +1,6 @@
 """A provable lower bound on cl100k/o200k token counts that costs a split, not an encode.
 
-:func:`edgewise.select.fit` drops a chunk without encoding it when its bound already exceeds the
+:func:`edgewise.packing.select.fit` drops a chunk without encoding it when its bound already exceeds the
 tokens left, so a budget that fills early never pays for the chunks that cannot fit.
 
 >>> words_bound("four words right here", 100), words_bound("four words right here", 2)
@@ -60,7 +60,7 @@ class WordBound:
     ``scan(texts, order, start, stop, limit)``: from rank ``start`` of ``order`` (positions in
     ``texts``, best first; None: ``texts`` in order), the first rank whose text has ``limit``
     characters or fewer, or a bound of ``stop`` or less; ``len(order)`` if none. It knows texts
-    only: why a caller skips the texts it passes over is the caller's (:mod:`edgewise.select`). It
+    only: why a caller skips the texts it passes over is the caller's (:mod:`edgewise.packing.select`). It
     runs in C where ``edgewise._scan`` is built (:data:`SCANNER` says), else in Python.
 
     >>> bound = WordBound()

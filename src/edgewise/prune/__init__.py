@@ -1,0 +1,28 @@
+"""Sentences that help a query: split, score, prune, highlight, summarise.
+
+- :mod:`~edgewise.prune.sentences`: a text's sentences as exact spans;
+- :mod:`~edgewise.prune.scores`: each sentence's probability of answering the query;
+- :mod:`~edgewise.prune.steps`: pruning, highlighting and extractive summaries of chunks;
+- :mod:`~edgewise.prune.condense`: those steps as the packer runs them (``prune=``, ``summaries=``).
+"""
+
+from .steps import (
+    DEFAULT_RELATIVE_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    Pruned,
+    Span,
+    extractive_summaries,
+    extractive_summary,
+    highlight,
+    join_spans,
+    prune,
+    prune_chunk,
+    score_sentences,
+    score_sentences_many,
+    split_sentences,
+)
+
+__all__ = [
+    "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summaries", "extractive_summary",
+    "highlight", "join_spans", "prune", "prune_chunk", "score_sentences", "score_sentences_many", "split_sentences",
+]
