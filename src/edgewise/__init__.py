@@ -33,3 +33,49 @@ __all__ = [
     "register_order", "register_layout", "register_scorer", "register_tokenizer",
     "EdgewiseError", "InputError", "ConfigError", "BudgetError", "BackendError",
 ]
+
+# Modules that moved into the packages above: importing an old name still works, with a
+# DeprecationWarning naming the new one (CHANGELOG.md). The old names go in 0.3.
+MOVED = {
+    "edgewise.counters": "edgewise.tokens.counters", "edgewise.encodings": "edgewise.tokens.encodings",
+    "edgewise.countcache": "edgewise.tokens.cache", "edgewise.hf_tokenizer": "edgewise.tokens.hf",
+    "edgewise.gguf_tokenizer": "edgewise.tokens.gguf", "edgewise.wordbound": "edgewise.tokens.wordbound",
+    "edgewise.compiled": "edgewise.tokens.compiled", "edgewise.packer": "edgewise.packing.packer",
+    "edgewise.select": "edgewise.packing.select", "edgewise.budget": "edgewise.packing.budget",
+    "edgewise.debug": "edgewise.packing.debug", "edgewise.ranked": "edgewise.packing.plain",
+    "edgewise.sentences": "edgewise.prune.sentences", "edgewise.sentence_scores": "edgewise.prune.scores",
+    "edgewise.condense": "edgewise.prune.condense", "edgewise.models": "edgewise.catalog",
+    "edgewise.textio": "edgewise.cli.textio",
+}
+
+
+class _Moved:
+    """Finds a moved module's old name and hands back the module under its new one."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> object:
+        if name not in MOVED:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(name, _Moved())
+
+    @staticmethod
+    def create_module(spec: object) -> object:
+        import importlib
+        import warnings
+
+        old = spec.name  # type: ignore[attr-defined]
+        warnings.warn(f"{old} moved to {MOVED[old]}: import it from there ({old} goes in edgewise 0.3)",
+                      DeprecationWarning, stacklevel=2)
+        return importlib.import_module(MOVED[old])
+
+    @staticmethod
+    def exec_module(module: object) -> None:
+        pass
+
+
+import sys as _sys  # noqa: E402
+
+if not any(isinstance(finder, _Moved) for finder in _sys.meta_path):
+    _sys.meta_path.append(_Moved())
