@@ -23,16 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
-import sys
 import threading
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
+from ..files import HolderLock
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"
@@ -75,7 +73,7 @@ def plan_cells(plan: dict[str, Any]) -> Iterator[tuple[str, str, int | None, str
                     yield result_key(**plan["key"], example=example, condition=cond, position=at), example, at, cond
 
 
-class RunLock:
+class RunLock(HolderLock):
     """An exclusive lock on a run directory (``flock`` on ``run.lock``), held by one runner at a time.
 
     The holder writes its pid, host, start time and command line into the file, so a second runner
@@ -84,81 +82,19 @@ class RunLock:
     """
 
     def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / LOCK
-        self._fd: int | None = None
-
-    def holder(self) -> dict[str, Any]:
-        """What the current holder wrote into the lock file (empty when unreadable)."""
-        try:
-            info = json.loads(self.path.read_bytes().decode("utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return info if isinstance(info, dict) else {}
+        super().__init__(Path(directory) / LOCK)
 
     def acquire(self) -> RunLock:
         if self._fd is not None:
             raise RunLocked(f"run directory {str(self.path.parent)!r} is already locked by this runner")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        if not _try_lock(fd):
+        fd = self.open()
+        if not self.try_take(fd):
             os.close(fd)
-            h = self.holder()
-            who = (f"pid {h.get('pid')} on {h.get('host')}, started {h.get('started')}: {h.get('command')}" if h
-                   else "its holder is still writing its name")
-            raise RunLocked(f"run directory {str(self.path.parent)!r} is in use by another runner ({who}); "
-                            "wait for it to finish or stop it, or write to another directory")
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
-        self._fd = fd
+            raise RunLocked(f"run directory {str(self.path.parent)!r} is in use by another runner "
+                            f"({self.describe(self.holder())}); wait for it to finish or stop it, or write to "
+                            "another directory")
+        self.hold(fd)
         return self
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.ftruncate(fd, 0)
-            _unlock(fd)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> RunLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        import msvcrt
-
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-
-
-def _unlock(fd: int) -> None:
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        import msvcrt
-
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        return
-    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class Store:

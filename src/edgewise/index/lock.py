@@ -21,16 +21,14 @@ edgewise.index.lock.StoreLocked: store ... is being written by another edgewise 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import socket
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
+from ..files import HolderLock
 
 LOCK = ".edgewise-index.lock"
 POLL = 0.2  # seconds between tries while waiting
@@ -54,42 +52,28 @@ def lock_path(location: str | Path) -> Path:
 
 
 def describe(holder: dict[str, Any]) -> str:
-    if not holder:
-        return "its holder is still writing its name"
-    return f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}: {holder.get('command')}"
+    return HolderLock.describe(holder)
 
 
-class WriteLock:
+class WriteLock(HolderLock):
     """The exclusive write lock of one store (see the module doc); a context manager."""
 
     def __init__(self, location: str | Path, *, timeout: float = 600.0,
                  on_wait: Callable[[dict[str, Any]], None] | None = None) -> None:
         if not timeout >= 0:
             raise InputError(f"lock_timeout must be >= 0 seconds, but got {timeout!r}")
+        super().__init__(lock_path(location))
         self.location, self.timeout, self.on_wait = str(location), timeout, on_wait
-        self.path = lock_path(location)
-        self._fd: int | None = None
-
-    def holder(self) -> dict[str, Any]:
-        """What the current holder wrote into the lock file (empty when unreadable or empty)."""
-        try:
-            info = json.loads(self.path.read_bytes().decode("utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return info if isinstance(info, dict) else {}
 
     def acquire(self) -> WriteLock:
-        from ..eval.store import _try_lock
-
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = self.open()
         except OSError as exc:
             raise InputError(f"store {self.location}: its lock file {self.path} cannot be made "
                              f"({exc.strerror or exc}); index into a folder you can write to") from None
         deadline = time.monotonic() + self.timeout
         told = False
-        while not _try_lock(fd):
+        while not self.try_take(fd):
             if time.monotonic() >= deadline:
                 os.close(fd)
                 raise StoreLocked(f"store {self.location} is being written by another edgewise index "
@@ -99,30 +83,8 @@ class WriteLock:
                 self.on_wait(self.holder())
                 told = True
             time.sleep(POLL)
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
-                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
-        self._fd = fd
+        self.hold(fd)
         return self
-
-    def release(self) -> None:
-        from ..eval.store import _unlock
-
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.ftruncate(fd, 0)
-            _unlock(fd)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> WriteLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 __all__ = ["LOCK", "StoreLocked", "WriteLock", "lock_path"]
