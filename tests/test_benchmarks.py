@@ -72,7 +72,7 @@ def test_prune_speed_benchmark_tiny_run(capsys):
     assert "prune / score, CPU medians:" in out
 
 
-PACK_RUNS = ("pack-quicktok-run1", "pack-quicktok-run2", "pack-quicktok-run3", "pack-rsbpe")
+PACK_RUNS = ("pack-targets-generic-scan-quicktok",)  # benchmarks/pack.py runs BENCHMARKS.md quotes
 
 
 def _times_cells(name: str, sizes: tuple[str, ...], column: int) -> dict[str, str]:
@@ -160,7 +160,7 @@ def test_pack_band_runs_the_python_passes_when_asked(capsys, monkeypatch):
     assert [r[:3] for r in in_python] == [r[:3] for r in compiled]
 
 
-@pytest.mark.parametrize("raw_name", ["pack-band-20k-quicktok-c.txt", "pack-band-20k-quicktok-python.txt"])
+@pytest.mark.parametrize("raw_name", ["pack-band-20k-c-beside-python.txt", "pack-band-20k-generic-c-beside-policy-c.txt"])
 def test_the_band_sweep_table_is_the_committed_run(raw_name):
     """BENCHMARKS.md quotes the by-band table of each committed band sweep, and the sweep's lines add up to it."""
     raw = (ROOT / "docs" / "bench" / raw_name).read_text(encoding="utf-8")
@@ -191,6 +191,14 @@ def test_truncate_benchmark_tiny_run(capsys):
     assert [row[0] for row in out["cuts"]] == ["8", "64"] and [row[:3] for row in out["split"]] == [["3,000", "18,070", "16"]]
     assert "| tokens kept | truncate µs | from all ids µs | ratio |" in printed
     assert "| words | characters | chunks | this ms | other ms |" in printed
+
+
+def test_the_select_steps_table_is_the_committed_run():
+    """BENCHMARKS.md quotes benchmarks/pack_ab.py's table of warm packs, this tree beside another, as printed."""
+    raw = (ROOT / "docs" / "bench" / "pack-ab-select-in-steps-beside-one-function.txt").read_text(encoding="utf-8")
+    table = raw.split("\n\n")[-1].strip()
+    assert table.startswith("| chunks | budget | other ms | this ms |") and table.count("\n") == 7
+    assert table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 
 
 def test_the_truncate_tables_are_the_committed_run():

@@ -45,4 +45,4 @@ def test_the_patterns_find_what_they_are_for():
         assert WORDS.search(text), text
     for text in ("a pre-filter", "onnxruntime.InferenceSession", "open issues", "passes 3 tests"):
         assert not WORDS.search(text), text
-    assert NAMES.search(f"docs/bench/pack-{work}9-after.txt") and not NAMES.search("docs/bench/pack-rsbpe.txt")
+    assert NAMES.search(f"docs/bench/pack-{work}9-after.txt") and not NAMES.search("docs/bench/pack-band-20k-c-beside-python.txt")
