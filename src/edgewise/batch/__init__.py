@@ -8,7 +8,7 @@ job goes on). The result appears whole or not at all, and a job that stopped is 
 same per-row code: Ray Data (``engine="ray"``, :mod:`edgewise.batch.ray_data`, on a cluster or
 a local Ray instance) and a plain process pool (``engine="local"``). ``auto`` takes Ray when given
 a cluster address and the pool otherwise: on one machine the pool was faster at every size
-measured, and Ray adds its start-up (docs/bench/batch.md).
+measured, and Ray adds its start-up (BENCHMARKS.md, "Batch"; raw: docs/bench/batch-throughput.txt).
 
 >>> import tempfile, os, pyarrow.parquet as pq
 >>> d = tempfile.mkdtemp(); src = os.path.join(d, "in.jsonl")
@@ -38,7 +38,7 @@ ENGINES = ("auto", "ray", "local")
 def choose_engine(engine: str, rows: int, address: str | None) -> str:
     """The engine ``auto`` stands for: Ray when a cluster address is given, the process pool otherwise.
 
-    Measured on one machine (docs/bench/batch.md), the pool beat a local Ray instance at every
+    Measured on one machine (BENCHMARKS.md, "Batch"), the pool beat a local Ray instance at every
     input size, 10,000 rows included, before counting Ray's start-up: Ray pays off by adding machines,
     which only an address brings. ``rows`` is the input's size, for the record of the choice.
 
