@@ -39,7 +39,7 @@ def choose_engine(engine: str, rows: int, address: str | None) -> str:
     """The engine ``auto`` stands for: Ray when a cluster address is given, the process pool otherwise.
 
     Measured on one machine (BENCHMARKS.md, "Batch"), the pool beat a local Ray instance at every
-    input size, 10,000 rows included, before counting Ray's start-up: Ray pays off by adding machines,
+    input size measured, before counting Ray's start-up: Ray pays off by adding machines,
     which only an address brings. ``rows`` is the input's size, for the record of the choice.
 
     >>> choose_engine("auto", 10**6, None), choose_engine("auto", 10, "ray://head:10001"), choose_engine("local", 1, None)
