@@ -226,9 +226,9 @@ def test_a_burst_of_heavy_requests_is_bounded_by_threads_and_queue(tmp_path):
     with serve(tmp_path, "--threads", "2", "--queue", "2", "--timeout", "1") as server:
         pid, url = server["pid"], server["url"]
         threads_at_rest = status_file(pid, "Threads")
+        start = cpu_seconds(pid)
         with httpx.Client(base_url=url, timeout=30) as client:  # what one request costs, run whole
             assert client.post("/v1/variants", json=HEAVY).status_code == 504
-        start = cpu_seconds(pid)
         one = _settled(pid) - start
         replies: list[httpx.Response] = []
         peak = [0]
@@ -263,8 +263,8 @@ def test_a_burst_of_heavy_requests_is_bounded_by_threads_and_queue(tmp_path):
             "retry in 1 s"))[1]
         # the pool's 2 threads (started by the first request) and at most one more (the watcher's reads race)
         assert peak[0] <= threads_at_rest + 2 + 1, (threads_at_rest, peak[0])
-        # what ran is what the 2 threads could take: never the 22 others (the 504s left in the queue)
-        assert after - before < 4 * one + 2, (after - before, one)
+        # what ran is what the 2 threads could take, a few of the 24; unbounded, every one of them runs whole
+        assert after - before < 12 * one, (after - before, one)
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
 
 

@@ -29,8 +29,11 @@ async def unless_gone(request: Request, call: Any, after: Any = None) -> Any:
         async def watch() -> None:
             if after is not None:
                 await after.wait()
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
+            try:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+            except Exception:  # noqa: BLE001 - the body's own error (e.g. past the limit) is call's to raise
+                return
             log.info("client went away before the upstream answered: cancelling the upstream call")
             group.cancel_scope.cancel()
 

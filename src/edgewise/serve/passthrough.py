@@ -46,12 +46,10 @@ class BodyStream:
 
     async def __aiter__(self) -> Any:
         self.started = True
-        try:
-            async for chunk in self.request.stream():
-                if chunk:
-                    yield chunk
-        finally:
-            self.done.set()
+        async for chunk in self.request.stream():
+            if chunk:
+                yield chunk
+        self.done.set()  # only once the body is whole: a body cut short (past the limit) is the send's error
 
 
 def upstream_path(request: Request) -> str:
