@@ -146,8 +146,11 @@ def test_the_local_instance_serves_through_haproxy(ray_server):
     assert pid is not None
     assert Path(f"/proc/{pid}/comm").read_text().strip() == "haproxy"
     ray_server["haproxy"] = pid  # HAProxy is not under the server's process tree: the SIGTERM test checks it too
-    log = ray_server["log"].read_text(errors="replace")
-    assert f"edgewise: serving on {ray_server['url']} (Ray Serve, 1 replica, HAProxy ingress); Ctrl-C stops" in log
+    line = f"edgewise: serving on {ray_server['url']} (Ray Serve, 1 replica, HAProxy ingress); Ctrl-C stops"
+    deadline = time.monotonic() + 60  # HAProxy answers /healthz a moment before the command prints its line
+    while line not in (log := ray_server["log"].read_text(errors="replace")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert line in log
 
 
 @pytest.mark.slow
