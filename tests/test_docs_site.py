@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from .servers import stop
 from .test_readme import Block, assert_output, needs, parse_blocks, parse_console, run_shell
 
 DOCS = ROOT / "docs"
@@ -103,12 +104,7 @@ def background(command: str, cwd: Path, port: int):
             time.sleep(0.2)
         yield
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 def run_console(block: Block, where: str, cwd: Path) -> None:
