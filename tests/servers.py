@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,20 +71,22 @@ def wait_healthy(proc: subprocess.Popen, url: str, wait_s: float, poll: float = 
 
 
 @contextmanager
-def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_s: float = 60) -> Iterator[dict]:
-    """``python -m edgewise.serve ARGS`` on a free port; yields its URL and log file; always stopped."""
+def running(args: list[str], tmp: Path, env: dict[str, str] | None = None, wait_s: float = 60,
+            preexec_fn: Any = None) -> Iterator[dict]:
+    """``python -m edgewise.serve ARGS`` on a free port; yields its url, log file, port and pid; always
+    stopped. ``preexec_fn`` runs in the child before the server starts (e.g. to set a resource limit)."""
     port = free_port()
     log = tmp / f"server-{port}.log"
     full_env = {**os.environ, "EDGEWISE_API_KEY": "", **(env or {})}
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "edgewise.serve", "--port", str(port), *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=tmp)
+                                stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=tmp, preexec_fn=preexec_fn)
     url = f"http://127.0.0.1:{port}"
     try:
         problem = wait_healthy(proc, url, wait_s)
         if problem:
             raise RuntimeError(f"the server {problem}: {log.read_text()[-2000:]}")
-        yield {"url": url, "log": log, "port": port}
+        yield {"url": url, "log": log, "port": port, "pid": proc.pid}
     finally:
         proc.terminate()
         try:

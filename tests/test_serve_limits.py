@@ -12,19 +12,17 @@ import os
 import resource
 import select
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import edgewise
 
-from .servers import free_port, wait_healthy
+from .servers import running
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -34,33 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PARSERS = ["h11", "httptools"]
 
 
-@contextmanager
-def serve(tmp: Path, *args: str, fds: int | None = None) -> Iterator[dict]:
+def serve(tmp: Path, *args: str, fds: int | None = None) -> Any:
     """The server on a free port (descriptor limit ``fds`` when given); yields url, port, pid; always stopped."""
-    port = free_port()
-    log = tmp / f"server-{port}.log"
 
     def limit() -> None:
         if fds is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (fds, fds))
 
-    env = {**os.environ, "EDGEWISE_API_KEY": "", "PYTHONPATH": str(ROOT / "src")}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "edgewise.serve", "--port", str(port), *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp, preexec_fn=limit)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        problem = wait_healthy(proc, url, 90)
-        if problem:
-            raise RuntimeError(f"the server {problem}: {log.read_text()[-2000:]}")
-        yield {"url": url, "port": port, "pid": proc.pid, "log": log}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    return running(list(args), tmp, env={"PYTHONPATH": str(ROOT / "src")}, wait_s=90, preexec_fn=limit)
 
 
 def connect(port: int, data: bytes = b"", timeout: float = 10) -> socket.socket:
