@@ -58,7 +58,7 @@ def cmd_run(a: argparse.Namespace) -> None:
     if a.ray_address is None and a.ray_task_cpus is not None:
         raise InputError(f"--ray-task-cpus applies to a run on Ray: add --ray-address, or drop --ray-task-cpus {a.ray_task_cpus:g}")
     summary = run(task, conditions, backend, a.out, progress=False if a.quiet else None,
-                  ray_address=a.ray_address, ray_task_cpus=a.ray_task_cpus)
+                  ray_address=a.ray_address, ray_task_cpus=a.ray_task_cpus, reuse=not a.no_reuse)
     write_out(json.dumps({"run": summary.out_dir, "total": summary.total, "already_done": summary.skipped,
                       "done_now": summary.done, "seconds": round(summary.seconds, 1)}))
 
@@ -122,6 +122,9 @@ def _run_args(r: argparse.ArgumentParser) -> None:
                         "or local to start one); --concurrency requests at once; results are stored here")
     r.add_argument("--ray-task-cpus", type=float, help="CPUs each Ray task asks for (default 0.25: it mostly waits)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--no-reuse", action="store_true",
+                   help="ask every cell, even one whose prompt is identical to one already answered in the run "
+                        "(by default its answer is reused: greedy decoding gives the same one)")
     r.add_argument("-o", "--out", required=True, help="run directory (created; an existing one is resumed)")
     r.set_defaults(func=cmd_run, on_interrupt="run the same command to resume")
 

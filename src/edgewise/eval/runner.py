@@ -27,6 +27,7 @@ moment resumes with nothing lost and nothing duplicated.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import threading
@@ -184,7 +185,7 @@ class Interrupted(KeyboardInterrupt):
 
 def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out_dir: str, *,
         progress: bool | None = None, stream: TextIO | None = None, ray_address: str | None = None,
-        ray_task_cpus: float | None = None) -> Summary:
+        ray_task_cpus: float | None = None, reuse: bool = True) -> Summary:
     """Ask ``backend`` every (example, position, condition) not yet in ``out_dir``'s store.
 
     The run directory is locked for the whole run (a second runner on it stops with
@@ -196,6 +197,8 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
     ``HOST:PORT``, ``ray://HOST:PORT``, or ``local`` for a Ray instance started for the run), at most
     ``backend.concurrency`` at once, each taking ``ray_task_cpus`` CPUs (see :mod:`edgewise.eval.ray_fanout`);
     the answers come back to this process, the store's one writer.
+    ``reuse``: a cell whose prompt is identical to one already answered in the run (by this model) takes
+    that answer instead of asking again (see :func:`answer`); not with ``ray_address``.
     """
     if ray_address is not None and backend.name == "local":
         raise ConfigError("ray_address fans the requests out to an endpoint, which the local backend (a model in this "
@@ -229,7 +232,8 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
         jobs = [(key, examples[e], pos, by_name[c]) for key, e, pos, c in cells if key not in done]
         summary = Summary(str(out_dir), len(cells), len(cells) - len(jobs), 0, 0.0)
         if ray_address is None:
-            return _ask(task, jobs, backend, metric, store, summary, progress, stream)
+            memo = Reuse(backend.model, store.load()) if reuse else None
+            return _ask(task, jobs, backend, metric, store, summary, progress, stream, reuse=memo)
         from .ray_fanout import fan_out
 
         def over_ray(write: Callable[[dict[str, Any]], None]) -> None:
@@ -239,19 +243,54 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
 
 
 def answer(task: Task, job: tuple[str, Example, int | None, Condition], backend: Backend,
-           metric: Callable[[str, Sequence[str]], float]) -> dict[str, Any]:
-    """The stored record of one cell ``(key, example, position, condition)``: build its prompt, ask, score."""
+           metric: Callable[[str, Sequence[str]], float], reuse: Reuse | None = None) -> dict[str, Any]:
+    """The stored record of one cell ``(key, example, position, condition)``: build its prompt, ask, score.
+
+    With ``reuse``, a prompt identical to one already answered in this run is not asked again: its
+    answer is taken (the decoding is greedy and the local backend starts every prompt from a fresh
+    state, so asking again gives the same answer) and the record names the cell it came from.
+    """
     key, ex, pos, c = job
     prompt = build_prompt(task, ex, pos, c)
-    out = backend.complete(prompt.text, max_tokens=task.max_tokens, stop=STOP)
-    return {
+    digest = hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
+    earlier = reuse.get(digest) if reuse is not None else None
+    if earlier is not None:
+        fields = {k: earlier[k] for k in ("prediction", "prompt_tokens", "completion_tokens", "seconds", "attempts")}
+        fields["reused"] = earlier["key"]
+    else:
+        out = backend.complete(prompt.text, max_tokens=task.max_tokens, stop=STOP)
+        fields = {"prediction": out.text, "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
+                  "seconds": round(out.seconds, 4), "attempts": out.attempts}
+    record = {
         "key": key, "task": task.name, "example": ex.id, "condition": c.name, "position": pos,
         "slot": None if pos is None else task.slot(ex, pos), "prompt_position": prompt.prompt_position, "n_docs": prompt.n_docs,
-        "model": backend.model, "backend": backend.name, "prediction": out.text, "answers": ex.answers,
-        "correct": metric(out.text, ex.answers), "prompt_tokens": out.prompt_tokens, "packed_tokens": prompt.packed_tokens,
-        "completion_tokens": out.completion_tokens, "seconds": round(out.seconds, 4), "attempts": out.attempts,
+        "model": backend.model, "backend": backend.name, "answers": ex.answers, "correct": metric(fields["prediction"], ex.answers),
+        "packed_tokens": prompt.packed_tokens, "prompt_sha256": digest, **fields,
         "meta": ex.meta, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if reuse is not None and earlier is None:
+        reuse.add(digest, record)
+    return record
+
+
+class Reuse:
+    """The answered prompts of a run, by SHA-256 of the prompt text (thread-safe): what :func:`answer`
+    reuses. Seeded from the stored records of the same model that carry a ``prompt_sha256``."""
+
+    def __init__(self, model: str, records: Sequence[dict[str, Any]] = ()) -> None:
+        self._lock = threading.Lock()
+        self._by_digest: dict[str, dict[str, Any]] = {}
+        for r in records:
+            if r.get("model") == model and "prompt_sha256" in r and "reused" not in r:
+                self._by_digest.setdefault(r["prompt_sha256"], r)
+
+    def get(self, digest: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._by_digest.get(digest)
+
+    def add(self, digest: str, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._by_digest.setdefault(digest, record)
 
 
 def _cell(task: Task, job: tuple[str, Example, int | None, Condition], backend: Backend) -> dict[str, Any]:
@@ -261,7 +300,8 @@ def _cell(task: Task, job: tuple[str, Example, int | None, Condition], backend: 
 
 def _ask(task: Task, jobs: list[tuple[str, Example, int | None, Condition]], backend: Backend,
          metric: Callable[[str, Sequence[str]], float], store: Store, summary: Summary, progress: bool | None,
-         stream: TextIO | None, elsewhere: Callable[[Callable[[dict[str, Any]], None]], None] | None = None) -> Summary:
+         stream: TextIO | None, elsewhere: Callable[[Callable[[dict[str, Any]], None]], None] | None = None,
+         reuse: Reuse | None = None) -> Summary:
     """Answer ``jobs`` (serially, ``backend.concurrency`` at a time, or by ``elsewhere(write)``, which hands
     every record it gets back to ``write``) into the store; fills ``summary``."""
     from tqdm import tqdm
@@ -284,7 +324,7 @@ def _ask(task: Task, jobs: list[tuple[str, Example, int | None, Condition]], bac
             bar.update(1)
 
     def one(job: tuple[str, Example, int | None, Condition]) -> None:
-        write(answer(task, job, backend, metric))
+        write(answer(task, job, backend, metric, reuse))
 
     try:
         workers = max(1, int(getattr(backend, "concurrency", 1)))
