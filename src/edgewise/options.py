@@ -173,7 +173,7 @@ class PackOptions:
     query_aware: bool = _opt(False, "bool", "paper layout: ask the question before the documents too")
     prune: float | None = _opt(None, "unit", "keep only sentences scoring at least this threshold, in [0, 1]")
     prune_relative: bool = _opt(False, "bool", "the prune threshold is relative to each chunk's best sentence")
-    prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "lexical"))
+    prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "dense2", "lexical"))
     summaries: str = _opt("given", "choice", "auto: extractive summaries for chunks without meta.summary",
                           choices=("given", "auto"))
     summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)
