@@ -1,6 +1,6 @@
 """Compare pack's whole output on the golden cases with another checkout's, field by field.
 
-``tests/test_golden.py`` holds each case to a recorded SHA-256, which says *that* an output changed.
+``tests/core/test_golden.py`` holds each case to a recorded SHA-256, which says *that* an output changed.
 This script says *what* changed against another checkout: it runs every golden case under both
 checkouts (each in its own interpreter, ``PYTHONPATH=<checkout>/src``) and checks that prompts,
 messages and every debug field are equal, except the reasons of chunks that the newer code drops on a
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DUMP = """
 import json, sys
-sys.path.insert(0, {tests!r})
-import test_golden as g
+sys.path.insert(0, {root!r})
+from tests.core import test_golden as g
 from edgewise import pack
 from edgewise.errors import EdgewiseError
 out = {{}}
@@ -47,7 +47,7 @@ REASON = re.compile(
 
 def dump(checkout: Path, path: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
-    subprocess.run([sys.executable, "-c", DUMP.format(tests=str(ROOT / "tests")), path], check=True, env=env)
+    subprocess.run([sys.executable, "-c", DUMP.format(root=str(ROOT)), path], check=True, env=env)
     return json.loads(Path(path).read_text())
 
 

@@ -1,7 +1,7 @@
 """Check the word bound against the exact count over the whole evaluation corpus, and how tight it is.
 
 ``select.fit`` drops a chunk without encoding it when ``Tokenizer.lower_bound`` (its words, see
-``edgewise.tokens.tokenizers.words_bound``) already exceeds the tokens left. ``tests/test_lower_bound.py``
+``edgewise.tokens.tokenizers.words_bound``) already exceeds the tokens left. ``tests/tokens/test_lower_bound.py``
 checks the bound on the data bundled with the tests; this script checks it on the full evaluation
 data (every NaturalQuestions question, title and passage; every key-value record of the 75-key
 file, as JSON and as ``key value``), for cl100k and o200k, and on each text as a ``sections``

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # The evaluation data the tests need ships with them (tests/data/README.md says what and from where),
 # so the suite never depends on a folder outside the checkout. The library and every CLI subprocess
 # the tests start resolve their data through $EDGEWISE_DATA: point it here, whatever it was.
-DATA = ROOT / "tests" / "data"
+TESTS = ROOT / "tests"
+DATA = TESTS / "data"
 NEEDED = ("nq-open-oracle-dev.jsonl.gz", "kv-retrieval-75_keys.jsonl.gz")
 os.environ["EDGEWISE_DATA"] = str(DATA)
 # Haystack would report every Pipeline.run to its telemetry service: tests reach only loopback

@@ -1,7 +1,7 @@
 """An MkDocs hook: a page's ``text output`` blocks are shown as code titled "Output".
 
 The pages mark what a ``python`` block prints with a fence whose info string is ``text output``
-(tests/test_docs_site.py, like tests/test_readme.py for README.md, runs the block and compares);
+(tests/docs/test_docs_site.py, like tests/docs/test_readme.py for README.md, runs the block and compares);
 Markdown takes only one word there, so this hook, listed in ``mkdocs.yml``, rewrites the fence
 before the page is rendered.
 """

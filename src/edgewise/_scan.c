@@ -7,7 +7,7 @@
  *
  * Optional: setup.py builds it with optional=True, and edgewise.tokens.wordbound and edgewise.packing.plain fall
  * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
- * tests/test_scan.py holds each pair to the same answers.
+ * tests/tokens/test_scan.py holds each pair to the same answers.
  *
  * A text's bound is edgewise.tokens.wordbound.words_bound: its whitespace-separated words as str.split()
  * finds them (Py_UNICODE_ISSPACE), less one for each of U+001C..U+001F (str.split() splits on them,

@@ -96,7 +96,7 @@ def pack_dataset(ds: Any, options: Any = None, *, concurrency: int = 1, batch_si
     The ``concurrency`` actors hold a CPU each for the whole job: leave CPUs for the tasks that read
     ``ds`` (on a 2-CPU machine, ``read_parquet`` feeding 2 actors waits for ever).
 
-    For example (tests/test_batch.py runs this on a local Ray instance)::
+    For example (tests/batch/test_batch.py runs this on a local Ray instance)::
 
         ds = ray.data.read_parquet("requests.parquet")
         pack_dataset(ds, budget=2000).write_parquet("out/")

@@ -120,7 +120,7 @@ def line_break_tail(text: str) -> tuple[str, str] | None:
     which lets a block counted with one line break give its count with two (a section's last block),
     and a system text give its count when the prompt adds a blank line, without encoding either
     again. Returns ``(X + c, c)``: the text without its line breaks and the punctuation character.
-    ``tests/test_lower_bound.py`` checks the identity against the exact counts.
+    ``tests/tokens/test_lower_bound.py`` checks the identity against the exact counts.
     """
     stem = text.rstrip("\n")
     if len(stem) < 2 or stem[-1] not in _PUNCT or stem[-2] not in _ASCII_ALNUM:

@@ -3,7 +3,7 @@
 Only the vocabulary is loaded (llama-cpp-python's ``vocab_only`` mode: no weights, ~0.6 s of CPU
 for Gemma 3's 262k-token vocabulary), and text is tokenized the way llama.cpp tokenizes a prompt
 (no BOS, special-token strings in the text encoded as plain text), so a budget counted with it is
-the budget the local model sees. ``tests/test_gguf.py`` holds the counts to a full llama.cpp model's.
+the budget the local model sees. ``tests/tokens/test_gguf.py`` holds the counts to a full llama.cpp model's.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class TiktokenTokenizer:
     Counting and cutting run on ``rs-bpe`` when it is installed (a core dependency): its cl100k and
     o200k tables come precompiled, so it loads in ~40 ms where tiktoken's constructor alone takes
     ~130 ms, and it counts 1.5-1.9x faster with the same ids (``benchmarks/tokenizer_speed.py``;
-    ``tests/test_tokens_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
+    ``tests/tokens/test_exact.py`` holds it to tiktoken's ids). ``encoding`` is tiktoken's own
     ``Encoding``, built on first use; without rs-bpe everything runs on it.
 
     A long-lived process counts on ``quicktok`` (the ``fast`` extra) instead, 1.9-2.8x faster again

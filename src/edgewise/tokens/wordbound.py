@@ -39,7 +39,7 @@ def words_bound(text: str, stop: int, bridges: tuple[str, ...] = ()) -> int:
     the four separators ``\x1c``-``\x1f``, which ``\s`` does not match: each can split one word
     in two, so they are taken off too. Counting stops once the bound passes ``stop`` (the result
     is then ``stop + 1``), so a long text costs what its first ``stop`` words cost.
-    ``tests/test_lower_bound.py`` checks it against the exact count over the bundled corpus and
+    ``tests/tokens/test_lower_bound.py`` checks it against the exact count over the bundled corpus and
     generated text.
 
     >>> words_bound("four words right here", 100), words_bound("four words right here", 2)

@@ -1,0 +1,86 @@
+"""EVALUATION.md is what the committed raw results say, under today's code.
+
+The raw results of every run quoted in EVALUATION.md are committed in ``docs/eval/runs/NAME/``
+(``results.jsonl`` and ``run.json``, as ``edgewise eval run`` wrote them). These tests recompute
+from them what the document states, so a table edited by hand, a metric changed after the run, or
+a task builder that no longer builds the same examples fails here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from edgewise.eval.metrics import get_metric
+from edgewise.eval.report import markdown, paired, paired_markdown, summarize
+from edgewise.eval.runner import build_prompt, parse_condition
+from edgewise.eval.store import Store
+from edgewise.eval.tasks import TASKS, build_task
+
+from ..conftest import DATA, ROOT
+
+RUNS = ROOT / "docs" / "eval" / "runs"
+DOC = (ROOT / "EVALUATION.md").read_text(encoding="utf-8")
+RUN_DIRS = sorted(p for p in RUNS.iterdir() if (p / "run.json").exists()) if RUNS.is_dir() else []
+
+
+def _load(run: Path) -> tuple[list[dict], dict]:
+    return Store(run).load(), json.loads((run / "run.json").read_text(encoding="utf-8"))
+
+
+def _task(manifest: dict):
+    builder = TASKS[manifest["task"]]
+    accepted = inspect.signature(builder).parameters
+    opts = {k: v for k, v in manifest["task_params"].items() if k in accepted}
+    return build_task(manifest["task"], positions=manifest["positions"], **opts)
+
+
+def test_every_run_quoted_in_the_document_is_committed():
+    quoted = set(re.findall(r"docs/eval/runs/([a-z0-9_.-]+)", DOC))
+    assert quoted, "EVALUATION.md quotes no run"
+    committed = {p.name for p in RUNS.iterdir() if p.is_dir()}  # rag: benchmarks/retrieval.py's, no run.json
+    assert quoted <= committed, f"quoted but not committed: {quoted - committed}"
+
+
+@pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
+def test_document_tables_are_the_report_of_the_committed_results(run: Path):
+    results, _ = _load(run)
+    assert len({r["key"] for r in results}) == len(results)
+    table = markdown(summarize(results)).splitlines()[2:] + paired_markdown(paired(results)).splitlines()[2:]
+    missing = [line for line in table if line not in DOC]
+    assert not missing, f"rows of {run.name} not in EVALUATION.md (regenerate it): {missing}"
+
+
+@pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
+def test_stored_correctness_is_the_metric_of_the_stored_prediction(run: Path):
+    results, manifest = _load(run)
+    metric = get_metric(manifest["metric"])
+    wrong = [r["key"] for r in results if metric(r["prediction"], r["answers"]) != r["correct"]]
+    assert not wrong
+
+
+@pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
+def test_the_examples_and_prompts_are_what_the_code_builds_today(run: Path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # conditions name files (calibrated:docs/eval/runs/...) as the commands did
+    if not DATA.is_dir():
+        pytest.skip(f"shared data not found at {DATA}")
+    results, manifest = _load(run)
+    task = _task(manifest)
+    examples = {e.id: e for e in task.examples}
+    # every stored result is for an example the task builds, with the same answers
+    assert {r["example"] for r in results} <= set(examples)
+    assert all(list(r["answers"]) == list(examples[r["example"]].answers) for r in results)
+    # the whole grid was run: every (example, position, condition) once
+    conds = [parse_condition(c) for c in manifest["conditions"]]
+    expected = sum(len(task.positions) if c.positional else 1 for c in conds) * len(task.examples)
+    assert len(results) == expected
+    # prompts rebuilt today have the token counts that were measured (first two examples, every condition)
+    first = [e.id for e in task.examples[:2]]
+    for r in (r for r in results if r["example"] in first):
+        c = next(c for c in conds if c.name == r["condition"])
+        prompt = build_prompt(task, examples[r["example"]], r["position"], c)
+        assert (prompt.packed_tokens, prompt.prompt_position) == (r["packed_tokens"], r["prompt_position"]), r["key"]
