@@ -15,6 +15,13 @@ terminal).
     .venv/bin/python benchmarks/relevance.py tune            # prints the constants to paste
     .venv/bin/python benchmarks/relevance.py run [--cache FILE] [--speed-n 200] > relevance.md
     .venv/bin/python benchmarks/relevance.py run --data other.jsonl.gz --rank-rows 0:300 --only ranking
+    .venv/bin/python benchmarks/relevance.py run --only heads     # the sentence heads side by side
+
+``run --only heads`` sets the sentence heads that read MiniLM (``dense``: one embedding per sentence;
+``dense2``: two) side by side on the evaluation rows: sentence precision/recall/F1 at the threshold
+tuned on the tuning rows (``--prune-rows``), the most tokens removed with the answer still in >= 95%
+of 20-document prompts (``--compress-rows``), and what prune costs on ``--head-queries`` questions of
+10 passages each (fresh caches; interleaved with scoring the same passages, ``--speed-reps`` times).
 
 ``--cache FILE`` keeps the dense embeddings (a pickle, keyed by a hash of the text) between runs.
 The fp32 sentence-transformers comparison needs a separate venv with ``torch==2.13.0``,
@@ -211,7 +218,7 @@ def tune_prune(rows, sets, tune):
     neg = prune_examples(rows, tune[::2], sets=sets)
     heads = tune_heads(ex + neg)
     print("HEADS =", json.dumps(heads))
-    for name in ("dense", "lexical"):
+    for name in heads:
         for rel in (False, True):
             t = best_threshold(ex, lambda e, n=name: _apply(heads, e["feats"], n), rel)
             f = prf(ex, lambda e, n=name, t=t, rel=rel: keep_scores(_apply(heads, e["feats"], n), t, rel))
@@ -239,6 +246,8 @@ def cmd_run(a):
     if a.only in (None, "speed"):
         print("\n### Speed\n")
         print(speed(sets, a))
+    if a.only in (None, "heads"):
+        run_heads(rows, sets, a)
 
 
 def run_ranking(sets, a):
@@ -286,18 +295,136 @@ def run_prune(rows, a):
     save_cache(a.cache)
 
 
+COMPRESS_BUDGETS = (1000, 600, 500, 400, 300, 200)
+PRUNE_GRID = ((0.1, 0.2, 0.35, 0.5), (500, 300, 200))  # thresholds, and the budgets tried with each
+
+
+def compression_configs(budgets=COMPRESS_BUDGETS, grid=PRUNE_GRID):
+    """(name, prune threshold or None, budget or None) for every configuration compared."""
+    configs = [("no prune, no budget", None, None)]
+    configs += [(f"no prune, budget {b}", None, b) for b in budgets]
+    for t in grid[0]:
+        configs += [(f"prune {t}, no budget", t, None)]
+        configs += [(f"prune {t}, budget {b}", t, b) for b in grid[1]]
+    return configs
+
+
+# ---------------------------------------------------------------- the sentence heads side by side
+
+MODEL_HEADS = ("dense", "dense2")  # the heads that read MiniLM: one embedding per sentence, two
+
+
+def run_heads(rows, sets, a):
+    """One table: each MiniLM head's pruning quality, compression and cost, on the evaluation rows."""
+    from edgewise.prune.scores import HEADS
+
+    tune_ex = prune_examples(rows, a.tune_rows)
+    ev = prune_examples(rows, a.prune_rows)
+    quality = {}
+    for head in MODEL_HEADS:
+        fn = lambda ex, h=head: _apply(HEADS, ex["feats"], h)  # noqa: E731
+        for rel in (False, True):
+            t = best_threshold(tune_ex, fn, rel)
+            quality[head, rel] = (t, prf(ev, lambda ex, t=t, fn=fn, rel=rel: keep_scores(fn(ex), t, rel)))
+    configs = [c for c in compression_configs(budgets=(), grid=((0.05, 0.1, 0.2, 0.3, 0.4), (1000, 500, 300)))
+               if c[1] is not None]
+    budget_only = compression_results(sets, a.compress_rows, compression_configs(budgets=(1000, 500, 300), grid=((), ())))
+    comp = {head: compression_results(sets, a.compress_rows, configs, scorer=head) for head in MODEL_HEADS}
+    timing = head_speed(sets, a)
+    table = []
+    for head in MODEL_HEADS:
+        (t, r), (trel, rrel) = quality[head, False], quality[head, True]
+        texts, wall, cpu_ms, ratio = timing[head]
+        table.append((head, t, f3(r["P"]), f3(r["R"]), f3(r["F1"]), f"{f3(rrel['F1'])} @ {trel}",
+                      most_removed(comp[head]), most_removed(comp[head], "no budget"),
+                      texts, f"{wall:.0f} ({cpu_ms:.0f})", f"{ratio:.2f}x"))
+    n_q = len(timing["queries"])
+    print(f"\n### Sentence heads side by side (pruning rows {span(a.prune_rows)}, compression rows "
+          f"{span(a.compress_rows)}, speed {n_q} questions x {a.speed_reps} repetitions)\n")
+    print(md(["head", f"threshold (tuned on {span(a.tune_rows)})", "precision", "recall", "F1", "F1 relative @ threshold",
+              "most tokens removed, answer retained >= 0.95 (prune, budget)", "the same, pruning alone (no budget)",
+              "model texts per 10-passage query",
+              "prune ms per 10-passage query, wall (CPU)", "prune / score, CPU"], table))
+    print(f"\nScoring the same 10 passages (dense.score): {timing['score'][1]:.0f} ms wall ({timing['score'][2]:.0f} CPU), "
+          f"{timing['score'][0]} model texts; load average {timing['load']}. \"prune / score\" is the median over "
+          "questions and repetitions of each prune's CPU time over that of the scoring run beside it.\n")
+    names = [name for name, _, _ in configs]
+    print(md(["prune threshold, budget (20 documents, hybrid-ranked; cl100k, paper layout)",
+              *(f"{h}: tokens removed, answer retained" for h in MODEL_HEADS)],
+             [(name, *(f"{comp[h][name][1]:.1%}, {comp[h][name][2]:.3f}" for h in MODEL_HEADS)) for name in names]
+             + [(name, *(f"{v[1]:.1%}, {v[2]:.3f}",) * len(MODEL_HEADS)) for name, v in budget_only.items()]))
+    save_cache(a.cache)
+
+
+def most_removed(results, only=""):
+    """The configuration that removes the most tokens with an answer in >= 95% of prompts, as a cell."""
+    ok = [(v[1], v[2], name) for name, v in results.items() if v[2] >= 0.95 and only in name]
+    if not ok:
+        return "none"
+    removed, kept, name = max(ok)
+    return f"{removed:.1%} at {kept:.3f} ({name})"
+
+
+def head_speed(sets, a):
+    """{head: (model texts, wall ms, CPU ms, prune / score CPU ratio)} over ``--head-queries``
+    questions of ``--prune-rows``, 10 passages each, every run on an empty vector cache; scoring
+    the same passages is timed beside each prune (alternated, ``--speed-reps`` rounds)."""
+    import os
+    import statistics
+    import time
+
+    from edgewise.chunk import Chunk
+    from edgewise.prune.steps import prune
+    from edgewise.score.dense import EmbeddingCache
+
+    d = shared_dense()
+    kept = d.cache
+    d.embed(["warm up"])
+    queries = [i for i in a.prune_rows if i in sets][: a.head_queries]
+    runs = {k: [] for k in ("score", *MODEL_HEADS)}  # (texts, wall s, CPU s) per run
+    ratios = {h: [] for h in MODEL_HEADS}
+    try:
+        for _ in progress(range(a.speed_reps), "timing prune against scoring"):
+            for i in queries:
+                q, ctxs = sets[i]["question"], sets[i]["ctxs"][:10]
+                chunks = [Chunk(id=c["id"], text=c["text"], title=c["title"]) for c in ctxs]
+                texts = [ctext(c) for c in ctxs]
+                for what in ("score", *MODEL_HEADS):
+                    d.cache, before = EmbeddingCache(), d.embedded
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    if what == "score":
+                        d.score(q, texts)
+                    else:
+                        prune(q, chunks, scorer=what)
+                    runs[what].append((d.embedded - before, time.perf_counter() - wall, time.process_time() - cpu))
+                for h in MODEL_HEADS:
+                    ratios[h].append(runs[h][-1][2] / runs["score"][-1][2])
+    finally:
+        d.cache = kept
+    med = lambda k, j: statistics.median(r[j] for r in runs[k])  # noqa: E731
+    out = {k: (round(med(k, 0)), 1000 * med(k, 1), 1000 * med(k, 2)) for k in runs}
+    out.update({h: (*out[h], statistics.median(ratios[h])) for h in MODEL_HEADS})
+    out["queries"] = queries
+    out["load"] = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    return out
+
+
 def compression(sets, idx):
+    rows_out = [(name, round(tokens), f"{removed:.1%}", f"{kept:.3f}")
+                for name, (tokens, removed, kept) in compression_results(sets, idx, compression_configs()).items()]
+    return md(["prune threshold, budget (cl100k, paper layout)", "mean prompt tokens", "tokens removed", "answer retained"], rows_out)
+
+
+def compression_results(sets, idx, configs, scorer="auto"):
+    """{config name: (mean prompt tokens, fraction of tokens removed, fraction of prompts holding an
+    answer)}: every question's 20 documents scored with ``hybrid``, pruned (``prune``, the given
+    sentence scorer) and packed (cl100k, paper layout)."""
     import edgewise
     from edgewise.chunk import Chunk
-    from edgewise.prune.steps import prune_chunk
+    from edgewise.prune.steps import prune
 
     tok = edgewise.get_tokenizer("cl100k_base")
     hyb = HybridScorer()
-    configs = [("no prune, no budget", None, None)]
-    configs += [(f"no prune, budget {b}", None, b) for b in (1000, 600, 500, 400, 300, 200)]
-    for t in (0.1, 0.2, 0.35, 0.5):
-        configs += [(f"prune {t}, no budget", t, None)]
-        configs += [(f"prune {t}, budget {b}", t, b) for b in (500, 300, 200)]
     results = {name: [0, 0, 0] for name, _, _ in configs}  # tokens, retained, n
     base_tokens = 0
     for i in progress(idx, f"packing rows {span(idx)}"):
@@ -314,20 +441,17 @@ def compression(sets, idx):
             cs = chunks
             if t is not None:
                 if t not in pruned_cache:
-                    pruned_cache[t] = [Chunk(id=c.id, text=prune_chunk(s["question"], c, t).text, title=c.title,
-                                             score=c.score) for c in chunks]
+                    pruned_cache[t] = [Chunk(id=c.id, text=p.text, title=c.title, score=c.score)
+                                       for c, p in zip(chunks, prune(s["question"], chunks, t, scorer=scorer))]
                 cs = pruned_cache[t]
             p = edgewise.pack(s["question"], cs, tokenizer=tok, layout="paper", budget=budget)
             results[name][0] += p.debug_info.prompt_tokens
             results[name][1] += has_answer(p.prompt, s["answers"])
             results[name][2] += 1
-    rows_out = []
-    for name, (tokens, kept, n) in results.items():
-        rows_out.append((name, round(tokens / n), f"{1 - tokens / base_tokens:.1%}", f"{kept / n:.3f}"))
-    return md(["prune threshold, budget (cl100k, paper layout)", "mean prompt tokens", "tokens removed", "answer retained"], rows_out)
+    return {name: (tokens / n, 1 - tokens / base_tokens, kept / n) for name, (tokens, kept, n) in results.items()}
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, fn in (("tune", cmd_tune), ("run", cmd_run)):
@@ -338,17 +462,19 @@ def main():
             s.add_argument(f"--{opt.replace('_', '-')}", type=row_range, default=row_range(default), metavar="START:END",
                            help=f"{what} (default {default}, END excluded)")
         s.add_argument("--cache", help="pickle file for dense embeddings between runs")
-        s.add_argument("--only", choices=["ranking", "prune", "compression", "speed"],
+        s.add_argument("--only", choices=["ranking", "prune", "compression", "speed", "heads"],
                        help="one part only (tune: ranking, prune; run: any)")
         s.add_argument("--speed-n", type=int, default=200, help="passages for the speed table")
         s.add_argument("--speed-reps", type=int, default=3, help="alternated repetitions of the timed runs")
         s.add_argument("--prune-queries", type=int, default=3, help="20-document sets pruned in the speed table")
+        s.add_argument("--head-queries", type=int, default=20,
+                       help="questions (10 passages each, from --prune-rows) pruned in the heads' speed columns")
         s.add_argument("--st-python", help="python of a venv with torch==2.13.0 + sentence-transformers")
         s.add_argument("--precision", choices=PRECISIONS, default=dense_mod.DEFAULT_PRECISION,
                        help=f"the MiniLM's precision for every dense step (default {dense_mod.DEFAULT_PRECISION})")
         s.set_defaults(func=fn)
-    a = p.parse_args()
-    # every dense step (ranking, sentence heads, prune_chunk in compression) uses the shared scorer
+    a = p.parse_args(argv)
+    # every dense step (ranking, sentence heads, prune in compression) uses the shared scorer
     # of the default precision: set it for the whole run
     dense_mod.DEFAULT_PRECISION = a.precision
     try:

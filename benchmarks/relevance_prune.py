@@ -11,7 +11,15 @@ import numpy as np
 from tqdm import tqdm
 
 from edgewise.eval.nq import has_answer
-from edgewise.prune.scores import FEATURES, HEADS, LEXICAL, apply_head, sentence_cosines, sentence_features
+from edgewise.prune.scores import (
+    ALONE,
+    COSINE,
+    HEAD_FEATURES,
+    HEADS,
+    apply_head,
+    sentence_cosine_pairs,
+    sentence_features,
+)
 from edgewise.prune.sentences import split_sentences
 from edgewise.score.bm25 import BM25
 
@@ -24,7 +32,8 @@ def progress(items, desc, total=None):
 
 
 def prune_examples(rows, idx, with_dense=True, sets=None):
-    """Per gold passage: sentences, labels (holds a normalised answer), features, dense cosines.
+    """Per gold passage: sentences, labels (holds a normalised answer), features, dense cosines (of
+    "title. sentence" and of the sentence alone; the features of every head).
     With ``sets``: each question's top BM25 distractor instead (every label False)."""
     out = []
     for i in progress(idx, f"sentences of rows {idx.start}-{idx.stop - 1}"):
@@ -37,13 +46,13 @@ def prune_examples(rows, idx, with_dense=True, sets=None):
         if not sents:
             continue
         labels = [has_answer(s, r["answers"]) for s in sents]
-        cos = None
+        cos = cos_alone = None
         if with_dense:
-            cos = sentence_cosines(r["question"], [(sents, c["title"])])[0]
-        feats = sentence_features(r["question"], sents, c["title"], cos)
+            cos, cos_alone = sentence_cosine_pairs(r["question"], [(sents, c["title"])])[0]
+        feats = sentence_features(r["question"], sents, c["title"], cos, cos_alone)
         bm = BM25().score(r["question"], sents)
         out.append({"row": i, "q": r["question"], "title": c["title"], "text": c["text"], "spans": spans,
-                    "sents": sents, "labels": labels, "feats": feats, "cos": cos, "bm25": bm,
+                    "sents": sents, "labels": labels, "feats": feats, "cos": cos, "cos_alone": cos_alone, "bm25": bm,
                     "answers": r["answers"]})
     return out
 
@@ -127,14 +136,13 @@ def fit_logistic(X, y, l2=1.0, iters=50):
 
 # Evidence of similarity may only raise a sentence's probability: these weights must not be negative
 # (a negative one, collinear with the others, made sentences far from the query score higher).
-MONOTONE = ("cos", "cos_rel", "cos_max", "cos_near", "cos_neigh",
-            "cos_rank0", "overlap", "overlap_rest", "bm25_rel", "bm25_rank0")
+MONOTONE = (*COSINE, *ALONE, "overlap", "overlap_rest", "bm25_rel", "bm25_rank0")
 
 
 def tune_heads(examples):
     heads = {}
     y = np.array([float(lab) for ex in examples for lab in ex["labels"]])
-    for name, feats in (("dense", FEATURES), ("lexical", LEXICAL)):
+    for name, feats in HEAD_FEATURES.items():
         feats = list(feats)
         while True:  # active set: drop the most negative monotone weight and refit
             X = np.array([[f[k] for k in feats] for ex in examples for f in ex["feats"]])
