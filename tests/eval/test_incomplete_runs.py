@@ -10,7 +10,8 @@ import pytest
 from edgewise.eval.metrics import get_metric
 from edgewise.eval.store import Store, plan_cells
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..conftest import ROOT
+
 INCOMPLETE = ROOT / "docs" / "eval" / "incomplete"
 RUN_DIRS = sorted(p for p in INCOMPLETE.iterdir() if (p / "run.json").exists()) if INCOMPLETE.is_dir() else []
 DOCS = [ROOT / "EVALUATION.md", ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
