@@ -1,9 +1,11 @@
 """The batch job on Ray Data: units of input → ``map_batches`` on Packer actors → ``write_parquet``.
 
 Each actor builds one :class:`~edgewise.packing.packer.Packer` in its constructor (tokenizer and any
-scoring or pruning model loaded once per worker) and packs a unit of rows per call;
-``concurrency`` actors run at once. An actor that dies is restarted and its unit run again
-(``max_restarts``/``max_task_retries``, bounded so a row that kills every worker stops the job).
+scoring or pruning model loaded once per worker) and packs a few units of rows per call
+(:func:`units_per_call`: Ray's own cost per call is paid once per ~200 rows, not once a unit), each
+unit into its own file; ``concurrency`` actors run at once. An actor that dies is restarted and its
+call run again, each unit rewritten whole (``max_restarts``/``max_task_retries``, bounded so a row
+that kills every worker stops the job).
 :func:`pack_dataset` is the same step for a ``ray.data.Dataset`` you already have (from
 ``ray.data.read_parquet``, ``read_json``...), rows of ``query``, ``chunks``, ``options?``, ``id?``.
 
@@ -12,6 +14,7 @@ Needs the ``ray`` extra; ``import edgewise`` never imports ray.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -19,7 +22,7 @@ from ..errors import InputError, missing_extra
 from ..raysupport import connect
 from .job import Job
 from .local import Summary, stopping, write_packed_unit
-from .rows import pack_row, to_table
+from .rows import arrow_rows, pack_row, to_table
 
 #: actor restarts and task retries per unit: enough for a lost node or an OOM kill, not a crash loop
 RETRIES = 3
@@ -65,7 +68,7 @@ class PackRows:
 
     def __call__(self, batch: Any) -> Any:
         return to_table(pack_row(self.packer, None, row, from_arrow=True, chunk_records=self.chunk_records)
-                        for row in batch.to_pylist())
+                        for row in arrow_rows(batch))
 
 
 def _map(ds: Any, cls: type, options: Any, *, concurrency: int, batch_size: int, retries: int,
@@ -115,6 +118,21 @@ def pack_dataset(ds: Any, options: Any = None, *, concurrency: int = 1, batch_si
                 chunk_records=chunk_records)
 
 
+#: rows an actor call should pack at least, so that what Ray spends per call (~10-15 ms between two
+#: calls on the 2-core machine of BENCHMARKS.md) stays a few per cent of the call
+CALL_ROWS = 200
+
+
+def units_per_call(units: int, rows_per_unit: int, concurrency: int) -> int:
+    """How many units one actor call packs: enough for :data:`CALL_ROWS` rows, but no more than
+    leaves every actor two calls (so the actors finish together); each unit still has its own file.
+
+    >>> units_per_call(20, 15, 1), units_per_call(20, 15, 2), units_per_call(8, 500, 2), units_per_call(3, 1, 4)
+    (10, 5, 1, 1)
+    """
+    return max(1, min(math.ceil(CALL_ROWS / max(1, rows_per_unit)), units // (2 * concurrency)))
+
+
 def start(address: str | None) -> tuple[bool, float]:
     """Connect to the Ray cluster at ``address``, or start a local instance (None); returns whether
     this call started it (and so should shut it down) and the seconds it took. A running
@@ -150,8 +168,9 @@ def run_ray(job: Job, options: Any = None, *, concurrency: int = 1, address: str
                 ctx.enable_progress_bars = False
                 ctx.print_on_execution_start = False
                 items = [{"target": str(job.unit_path(i)), "unit": json.dumps(job.units[i])} for i in todo]
-                ds = ray.data.from_items(items, override_num_blocks=len(items))
-                written = _map(ds, PackUnits, options, concurrency=concurrency, batch_size=1, retries=retries,
+                per_call = units_per_call(len(items), job.manifest["rows_per_unit"], concurrency)
+                ds = ray.data.from_items(items, override_num_blocks=math.ceil(len(items) / per_call))
+                written = _map(ds, PackUnits, options, concurrency=concurrency, batch_size=per_call, retries=retries,
                                chunk_records=chunk_records)
                 sum(r["rows"] for r in written.iter_rows())
     finally:
