@@ -42,7 +42,7 @@ def test_options_round_trip_and_defaults():
         ({"prune": 2}, InputError, "prune must be a threshold in [0, 1], but got 2"),
         ({"word_count_threshold": 0}, InputError, "word_count_threshold must be > 0, but got 0"),
         ({"summaries": "llm"}, InputError, "summaries must be 'given' or 'auto', but got 'llm'"),
-        ({"prune_scorer": "x"}, InputError, "prune_scorer must be one of auto, dense, lexical, but got 'x'"),
+        ({"prune_scorer": "x"}, InputError, "prune_scorer must be one of auto, dense, dense2, lexical, but got 'x'"),
         ({"rescore": "yes"}, InputError, "rescore must be true or false, but got 'yes'"),
         ({"system": 3}, InputError, "system must be a string, but got int"),
         ({"order": ""}, InputError, "order must be a non-empty name, but got ''"),

@@ -185,7 +185,7 @@ def test_capabilities_list_the_registries_with_plugins(main):
         assert caps[kind] == [{"name": n, "source": s} for n, s in here[kind]]
     assert caps["orders"] == [{"name": n, "source": s} for n, s in here["orders"]] + [
         {"name": "swap-ends", "source": "serve-test-plugin"}]
-    assert caps["prune_scorers"] == ["auto", "dense", "lexical"]
+    assert caps["prune_scorers"] == ["auto", "dense", "dense2", "lexical"]
     assert caps["limits"] == {"max_body_bytes": 65536, "max_chunks": 50, "max_chars": 20000, "timeout_s": 20.0,
                               "threads": 8, "queue": 32, "max_asset_bytes": 1024 * 1024}
     assert (caps["assets"], caps["auth"], caps["proxy"], caps["version"]) == (True, True, False, edgewise.__version__)

@@ -126,7 +126,7 @@ def _sentence_opts(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"keep sentences scoring at least this, in [0, 1] (default {DEFAULT_THRESHOLD})")
-    option_argument(p, "prune_scorer", "--scorer", help="sentence scorer: dense (models extra), lexical, or auto")
+    option_argument(p, "prune_scorer", "--scorer", help="sentence scorer: dense (models extra), dense2 (two embeddings per sentence, 2x the model work), lexical, or auto")
 
 
 def _score_args(p: argparse.ArgumentParser) -> None:
