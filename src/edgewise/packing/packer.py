@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ..checks import check_str
@@ -27,7 +28,7 @@ from ..score import Scorer, get_scorer
 from ..score.rank import rank
 from ..tokens.tokenizers import Tokenizer, get_tokenizer
 from . import debug
-from .budget import BlockCosts, Layers, Meter, PackCounts, reserve, settle
+from .budget import BlockCosts, Layers, Meter, PackCounts, Settled, reserve, settle
 from .debug import DebugInfo
 from .plain import rank_plain
 from .select import limit
@@ -75,6 +76,7 @@ class Packer:
         self.options = _options(options).replace(**overrides)
         self._lock = threading.Lock()
         self._scorers: dict[str, Scorer] = {}
+        self._summarizers: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # options -> (backend given, summariser)
         if preload:
             self.preload()
 
@@ -114,6 +116,38 @@ class Packer:
             with self._lock:
                 found = self._scorers.setdefault(spec, found)
         return found
+
+    def llm_summaries(self, query: str, chunks: Sequence[Chunk], opts: PackOptions, *, skip: int, tok: Tokenizer,
+                      fit: Callable[[Sequence[Chunk]], Settled]) -> tuple[Settled, list[dict[str, Any]]]:
+        """``summaries="llm"``: the chunks fitted by ``fit`` with the LLM summaries selection puts in,
+        and one record per summary written (see :mod:`edgewise.prune.llm_summaries`). The summariser
+        is made once per set of options, when a chunk first needs a summary."""
+        from ..prune.llm_summaries import check_backend, llm_summary_step
+
+        check_backend(opts.summary_backend, model=opts.summary_model, base_url=opts.summary_base_url)
+
+        def select(trial: Sequence[Chunk]) -> tuple[Settled, set[str]]:
+            settled = fit(trial)
+            return settled, {it.id for it in settled.items if it.form == "summary"}
+
+        return llm_summary_step(query, chunks, skip=skip, max_tokens=opts.summary_tokens, tok=tok,
+                                summarizer=lambda: self.summarizer(opts), budget=opts.budget, select=select)
+
+    def summarizer(self, opts: PackOptions) -> Any:
+        """The :class:`~edgewise.prune.llm_summaries.LLMSummarizer` of ``opts``' summary options."""
+        from ..prune.llm_summaries import cache_directory, make_summarizer
+
+        backend = opts.summary_backend  # a name, or an object (kept alive by the entry: its id stays its own)
+        key = (backend if isinstance(backend, str) else ("object", id(backend)), opts.summary_model,
+               opts.summary_base_url, opts.summary_api, cache_directory(opts.summary_cache))
+        with self._lock:
+            found = self._summarizers.get(key)
+        if found is None:
+            made = make_summarizer(backend, model=opts.summary_model, base_url=opts.summary_base_url,
+                                   api=opts.summary_api, cache=opts.summary_cache)  # may load a model: outside the lock
+            with self._lock:
+                found = self._summarizers.setdefault(key, (backend, made))
+        return found[1]
 
     # -- the pipeline ---------------------------------------------------------------------------
 
@@ -164,16 +198,21 @@ class Packer:
             kept = summary_step(query, kept, skip=key_facts or 0, max_tokens=opts.summary_tokens, tok=tok,
                                 scorer=opts.prune_scorer)
 
-        # select under the budget, place, render
+        # select under the budget, place, render (summaries="llm": the summaries selection asks for first)
         layers = Layers(query, opts.system, opts.profile, opts.instructions, opts.expected_output,
                         opts.high_importance_k, opts.query_aware)
         meter = Meter(tok)
         layers, fixed = reserve(layers, lay, meter, opts.budget, opts.trim_profile)
         cost = BlockCosts(lay, tok)
-        settled = settle(kept, rank_of=ranking.rank_of, head_n=len(kept) if key_facts is None else key_facts,
-                         budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter,
-                         render=_renderer(opts, lay, layers, ranking, key_section),
-                         min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
+        fit = partial(settle, rank_of=ranking.rank_of, head_n=len(kept) if key_facts is None else key_facts,
+                      budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter,
+                      render=_renderer(opts, lay, layers, ranking, key_section),
+                      min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
+        summarised = None  # the LLM summaries' records (summaries="llm" only)
+        if opts.summaries == "llm":
+            settled, summarised = self.llm_summaries(query, kept, opts, skip=key_facts or 0, tok=tok, fit=fit)
+        else:
+            settled = fit(kept)
         rendered = settled.rendered
         info = debug.build(debug.PackTrace(
             rendered=rendered, items=settled.items, dropped=ranking.dropped + settled.dropped, runs=settled.runs,
@@ -181,7 +220,7 @@ class Packer:
             prompt_tokens=meter.prompt_tokens(rendered), message_tokens=meter.message_tokens(rendered),
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
             tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranking.ranked_by,
-            passes=settled.passes, pruned=pruned,
+            passes=settled.passes, pruned=pruned, summaries=summarised,
         ))
         at = {it.id: it for it in settled.items}
         return Packed(rendered.prompt, rendered, info, tuple(at[i] for i in rendered.order if i in at))
@@ -299,7 +338,7 @@ def _options(options: PackOptions | Mapping[str, Any] | None) -> PackOptions:
 def _limits_or_rewrites(opts: PackOptions) -> bool:
     """Whether ``opts`` drop chunks by count or score, or rewrite them (prune, summarise)."""
     return (opts.top_k is not None or opts.min_score is not None or opts.word_count_threshold is not None
-            or opts.prune is not None or opts.summaries == "auto")
+            or opts.prune is not None or opts.summaries != "given")
 
 
 def _check_position(opts: PackOptions, key: int | None, n: int, n_input: int) -> None:

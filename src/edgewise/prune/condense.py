@@ -1,5 +1,6 @@
 """The condensing steps of :func:`edgewise.pack`: prune chunks to the sentences that help the query,
-and write extractive summaries for the chunks that may have to go in short.
+and write extractive summaries for the chunks that may have to go in short (LLM summaries, from
+the same :func:`summary_targets`, are :mod:`edgewise.prune.llm_summaries`).
 
 Both read sentences with :mod:`edgewise.prune.steps` (the MiniLM sentence model with the ``models`` extra,
 a lexical model otherwise) and return new chunks; nothing is dropped here.
@@ -32,15 +33,21 @@ def prune_step(
     return out, records
 
 
+def summary_targets(chunks: Sequence[Chunk], *, skip: int, max_tokens: int, tok: Tokenizer) -> list[int]:
+    """The indexes of the chunks that get a written summary (extractive or LLM): past the first
+    ``skip`` (the key facts), with no summary of their own, and longer than ``max_tokens``."""
+    return [i for i in range(skip, len(chunks)) if chunks[i].summary is None and tok.count(chunks[i].text) > max_tokens]
+
+
 def summary_step(
     query: str, chunks: Sequence[Chunk], *, skip: int, max_tokens: int, tok: Tokenizer, scorer: str = "auto"
 ) -> list[Chunk]:
-    """Extractive summaries for the chunks past the first ``skip`` that have none of their own (their
-    sentences go through the sentence model in one call)."""
+    """Extractive summaries for the chunks :func:`summary_targets` picks (their sentences go
+    through the sentence model in one call)."""
     from .steps import extractive_summaries
 
     out = list(chunks)
-    todo = [i for i in range(skip, len(chunks)) if chunks[i].summary is None and tok.count(chunks[i].text) > max_tokens]
+    todo = summary_targets(chunks, skip=skip, max_tokens=max_tokens, tok=tok)
     texts = extractive_summaries(query, [chunks[i] for i in todo], max_tokens, tok, scorer=scorer) if todo else []
     for i, text in zip(todo, texts):
         if text:
