@@ -103,3 +103,20 @@ def test_the_cli_flag_turns_reuse_off(tmp_path, monkeypatch):
     lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and not any("reused" in r for r in lines)
     assert sorted(llm.calls.values()) == [2, 2]  # each example's one prompt asked at both positions
+
+
+def test_a_report_pairs_the_conditions_with_the_one_it_is_told(tmp_path):
+    from edgewise.errors import InputError
+    from edgewise.eval.report import report
+
+    run(_task(), ["baseline", RESCORED], CountingLLM(), str(tmp_path), progress=False)
+    out = report(tmp_path, charts=False, against=RESCORED)
+    assert "## Paired against edgewise:order=edges,rescore=True,scorer=bm25" in out["markdown"]  # the canonical name
+    # every answer differs between prompts ("v<n>" per distinct prompt) and none is right: no discordant pair
+    assert "| baseline | all | 9 | 0 | 0 | +0.000 | 1.000 |" in out["markdown"]
+    try:
+        report(tmp_path, charts=False, against="edgewise:order=nowhere")
+    except InputError as exc:
+        assert "against must be a condition of the run" in str(exc) and "'edgewise:order=nowhere'" in str(exc)
+    else:
+        raise AssertionError("an unknown condition was accepted")

@@ -66,7 +66,7 @@ def cmd_run(a: argparse.Namespace) -> None:
 def cmd_report(a: argparse.Namespace) -> None:
     from ..eval.report import report
 
-    out = report(a.run, a.out, charts=False if a.no_charts else None)
+    out = report(a.run, a.out, charts=False if a.no_charts else None, against=a.against)
     write_out(out["markdown"])
     for note in out["notes"]:
         print(f"edgewise: note: {note}", file=sys.stderr)
@@ -133,6 +133,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", help="run directory")
     p.add_argument("-o", "--out", help="where to write (default: the run directory)")
     p.add_argument("--no-charts", action="store_true", help="Markdown only (without matplotlib the charts are left out anyway, with a note saying how to get them)")
+    p.add_argument("--against", default="baseline", metavar="CONDITION",
+                   help="the condition the others are paired with (McNemar), as the run names it (default baseline)")
     p.set_defaults(func=cmd_report)
 
 

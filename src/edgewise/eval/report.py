@@ -267,7 +267,8 @@ def plot_needle(results: Sequence[dict[str, Any]], path: str | Path, title: str 
     return Path(path)
 
 
-def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool | None = None) -> dict[str, Any]:
+def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bool | None = None,
+           against: str = "baseline") -> dict[str, Any]:
     """Write ``report.md`` and the charts for a run; returns the summary rows, the paths written, the
     Markdown, ``missing`` (see :func:`missing`) and ``notes`` (what was left out, and why). An
     incomplete grid is flagged at the top of the Markdown.
@@ -275,8 +276,16 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
     ``charts``: ``None`` (the default) draws them when matplotlib is installed and otherwise writes
     the Markdown alone, with a note saying how to get them; ``True`` requires matplotlib (an
     ``ImportError`` naming the extra without it); ``False`` writes the Markdown alone.
+    ``against``: the condition every other one is paired with (McNemar), ``baseline`` by default.
     """
     results, manifest = load_results(run_dir)
+    conditions = sorted({r["condition"] for r in results})
+    if against != "baseline":
+        from .runner import parse_condition
+
+        against = parse_condition(against).name  # as the run names it: options sorted, values canonical
+    if results and against != "baseline" and against not in conditions:
+        raise InputError(f"against must be a condition of the run ({', '.join(conditions)}), but got {against!r}")
     notes: list[str] = []
     charts = _charts_wanted(charts, notes)
     out = Path(out_dir or run_dir)
@@ -298,10 +307,11 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
             "`position` is where the key chunk sat in the retrieved list. For `baseline` that is its place in the "
             "prompt; edgewise conditions place it themselves (`key at` is its mean index in the prompt).", "",
             markdown(rows), ""]
-    vs = paired(results)
+    vs = paired(results, against)
     if vs:
-        text += ["## Paired against baseline", "",
-                 "The same examples at the same retrieval position, with and without edgewise. Only the pairs where "
+        text += [f"## Paired against {against}", "",
+                 f"The same examples at the same retrieval position, under each condition and under {against}. "
+                 "Only the pairs where "
                  "exactly one of the two is right say anything about the difference; the p-value is the exact "
                  "two-sided McNemar test on them.", "", paired_markdown(vs), ""]
     if task == "needle":
