@@ -336,13 +336,14 @@ def test_benchmark_tiny_run(capsys):
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
-    results = bench.main(["--rows20", "6", "--rows200", "2", "--reps", "1", "--ways", "loop,readloop,local1,local1rec"])
-    assert [(r["chunks"], r["rows"], r["way"]) for r in results] == [
-        (20, 6, "loop"), (20, 6, "readloop"), (20, 6, "local1"), (20, 6, "local1rec"),
-        (200, 2, "loop"), (200, 2, "readloop"), (200, 2, "local1"), (200, 2, "local1rec")]
+    ways = ["loop", "readloop", "userloop", "local1", "local1rec", "local1pq"]
+    results = bench.main(["--rows20", "6", "--rows200", "2", "--reps", "1", "--ways", ",".join(ways)])
+    assert [(r["chunks"], r["rows"], r["way"]) for r in results] == [(20, 6, w) for w in ways] + [(200, 2, w) for w in ways]
     out = capsys.readouterr().out
-    assert ("| chunks | rows | way | seconds | rows/s per worker | / pack() loop | steady rows/s per worker | "
-            "CPU rows/s |") in out
-    assert [line.split(" | ")[2] for line in out.splitlines() if line.startswith("| 20") or line.startswith("| 200")] == [
-        "pack() loop, 1 process (rows parsed, no I/O)", "read + pack() loop, 1 process",
-        "local x1: read + pack + write Parquet", "local x1 + chunk records"] * 2
+    assert ("| chunks | rows | way | seconds | rows/s per worker | / (a) pack() loop | / (b) user's loop | "
+            "steady rows/s per worker | first unit, s | CPU rows/s |") in out
+    assert [line.split(" | ")[2] for line in out.splitlines() if line.startswith(("| 20 |", "| 200 |"))] == [
+        bench.WAYS[w] for w in ways] * 2
+    assert "| stage | 20 chunks: ms/row | x (a) | 200 chunks: ms/row | x (a) |" in out
+    stages = [line.split(" | ")[0][2:] for line in out.splitlines() if line.startswith("| ") and line.count(" | ") == 4]
+    assert stages[2:] == ["(a) pack() loop, rows parsed (the reference)", *bench.STAGES.values(), "**total, local x1**"]

@@ -62,6 +62,7 @@ class Job:
         self.units: list[dict[str, Any]] = manifest["units"]
         self.started_ns = time.time_ns()  # units written before this (a resumed job's) are not this run's
         self.steady: float | None = None
+        self.first_unit: float | None = None  # seconds from this run's start to its first unit written
 
     @classmethod
     def open(cls, output: str | Path, units: list[dict[str, Any]], options: dict[str, Any], *,
@@ -111,7 +112,8 @@ class Job:
         """Join the units into the result in input order, mark the job done; returns (rows, error rows).
 
         Also notes :attr:`steady`: the rows per second between the first unit written and the last
-        (start-up left out), from the unit files' modification times, when this run wrote 3 or more.
+        (start-up left out), from the unit files' modification times, when this run wrote 3 or more;
+        and :attr:`first_unit`: the seconds until this run wrote its first unit (start-up included).
         """
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -139,6 +141,8 @@ class Job:
         self.save()
         shutil.rmtree(self.out / UNITS, ignore_errors=True)
         self.steady = _steady(done_at, self.started_ns)
+        mine = [t for t, _ in done_at if t >= self.started_ns]
+        self.first_unit = (min(mine) - self.started_ns) / 1e9 if mine else None
         return rows, errors
 
     @property

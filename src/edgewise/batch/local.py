@@ -156,7 +156,7 @@ def run_local(job: Job, options: Any = None, *, concurrency: int = 1, chunk_reco
             startup = _on_pool(job, todo, options, concurrency, chunk_records)
     rows, errors = job.finish()
     summary = Summary("local", rows, errors, job.files, time.perf_counter() - t0, startup, concurrency)
-    summary.extra.update(resumed_rows=resumed, steady_rows_per_s=job.steady)
+    summary.extra.update(resumed_rows=resumed, steady_rows_per_s=job.steady, first_unit_seconds=job.first_unit)
     return summary
 
 

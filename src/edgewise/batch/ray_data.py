@@ -178,5 +178,5 @@ def run_ray(job: Job, options: Any = None, *, concurrency: int = 1, address: str
             ray.shutdown()
     rows, errors = job.finish()
     summary = Summary("ray", rows, errors, job.files, time.perf_counter() - t0, startup, concurrency)
-    summary.extra.update(resumed_rows=resumed, steady_rows_per_s=job.steady)
+    summary.extra.update(resumed_rows=resumed, steady_rows_per_s=job.steady, first_unit_seconds=job.first_unit)
     return summary
