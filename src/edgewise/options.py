@@ -176,7 +176,7 @@ class PackOptions:
     prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "dense2", "lexical"))
     summaries: str = _opt("given", "choice", "summaries of the chunks past the key facts that have no meta.summary: "
                           "given: none written; auto: extractive; llm: written by summary_backend", choices=("given", "auto", "llm"))
-    summary_tokens: int = _opt(60, "int", "cap of a written (auto or llm) summary, in the prompt's tokens", minimum=1)
+    summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)
     summary_backend: Any = _opt("local", "name", "summaries=llm: local (a GGUF model in-process) or openai (an "
                                 "OpenAI-compatible endpoint); from Python, also an object with complete() and describe()")
     summary_model: str | None = _opt(None, "str", "summaries=llm: the model; local: a GGUF file, openai: the endpoint's "

@@ -49,7 +49,9 @@ def pack(
     (relative to the chunk's best sentence with ``prune_relative``); ``summaries="auto"`` writes an
     extractive summary of at most ``summary_tokens`` tokens for chunks past the key facts that have
     no ``meta.summary``. Both use the MiniLM sentence model with the ``models`` extra installed,
-    and a lexical model otherwise (``prune_scorer`` picks).
+    and a lexical model otherwise (``prune_scorer`` picks). ``summaries="llm"`` has a model write
+    the summaries that selection puts in (``summary_backend``: the bundled Gemma 3 270M in-process,
+    or an OpenAI-compatible endpoint), cached on disk; see :mod:`edgewise.prune.llm_summaries`.
     """
     return default_packer().pack(query, chunks, options, **overrides)
 
