@@ -400,6 +400,21 @@ def test_misconfigured_backends_are_refused_by_name(tmp_path, options, error, me
     assert str(err.value) == message
 
 
+def test_a_packer_checks_the_summary_options_when_it_is_built(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        Packer(summaries="llm", summary_backend="ollama")
+    assert str(err.value) == "summary_backend must be 'local' or 'openai', but got 'ollama'"
+    Packer(summaries="llm", summary_backend="ollama", preload=False)  # checked on the first pack instead
+
+
+def test_a_missing_llama_cpp_names_the_option_and_the_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an install without the eval extra sees
+    with pytest.raises(ImportError) as err:
+        pack(QUESTION, _chunks(3), summaries="llm", budget=600, high_importance_k=2, summary_cache=str(tmp_path))
+    assert str(err.value) == ("summaries='llm' with summary_backend 'local': the local backend needs llama-cpp-python: "
+                              "pip install -e '.[eval]' (in an edgewise checkout); or use summary_backend='openai'")
+
+
 # -- provenance -----------------------------------------------------------------------------------
 
 

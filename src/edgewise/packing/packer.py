@@ -82,7 +82,8 @@ class Packer:
 
     def preload(self) -> None:
         """Resolve what the options name now (loading the tokenizer and any scorer model), so a bad
-        name fails at construction, not on the first request. An exact tokenizer switches to its
+        name fails at construction, not on the first request (the options of ``summaries="llm"`` are
+        checked too; its model loads when a summary is first needed). An exact tokenizer switches to its
         fastest installed counter here (``TiktokenTokenizer.speed_up``: quicktok with the ``fast``
         extra, a one-time load), so that no ``pack()`` call pays it."""
         if (speed_up := getattr(self.tokenizer(self.options), "speed_up", None)) is not None:
@@ -90,6 +91,11 @@ class Packer:
         self.scorer(self.options)
         self.layout(self.options)
         resolve(self.options.order)
+        if self.options.summaries == "llm":  # checked, not loaded: a model loads when a summary is first needed
+            from ..prune.llm_summaries import check_backend
+
+            opts = self.options
+            check_backend(opts.summary_backend, model=opts.summary_model, base_url=opts.summary_base_url)
 
     def __repr__(self) -> str:
         return f"Packer({', '.join(f'{k}={v!r}' for k, v in self.options.to_dict(changed_only=True).items())})"

@@ -300,7 +300,10 @@ def make_backend(spec: Any, *, model: str | None, base_url: str | None, api: str
     if spec == "local":
         from .llm import LocalBackend
 
-        backend = LocalBackend(model, api=api)
+        try:
+            backend = LocalBackend(model, api=api)
+        except ImportError as exc:
+            raise ImportError(f"summaries='llm' with summary_backend 'local': {exc}; or use summary_backend='openai'") from None
         return backend, str(backend.path)
     from .llm import OpenAIBackend
 
