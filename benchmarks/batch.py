@@ -32,9 +32,12 @@ input row, no error row. The load average is printed before and after.
 Then two more tables. **Where one worker's time goes**: ``local x1`` again, each of the job's own
 functions timed where it runs (CPU time of this process, medians over ``--reps``), in ms per row
 and as a multiple of the ``(a)`` loop's time per row measured beside it; the timers add about
-1 µs per call. **Ray's own cost** (with the ``ray`` ways): the same Ray job with each unit's CPU and
-wall time recorded in the actor, giving the time until the first unit starts (starting the actors),
-the idle time between two units on an actor (Ray Data's cost per call), and the driver's CPU.
+1 µs per call. **Ray's own cost** (with the ``ray`` ways): the same Ray job with each unit's CPU (of
+the packing thread, and of the whole actor process, Ray's own threads included) and wall time
+recorded in the actor, giving the time until the first unit starts (starting the actors), the idle
+time between two calls on an actor (Ray Data's cost per call), and the driver's CPU. Ray starts its
+workers at nice 15 unless told otherwise; here they run at this process's nice value, as the pool's
+workers do (``--ray-niceness 15`` measures Ray's default).
 
     .venv/bin/python benchmarks/batch.py --reps 3 > docs/bench/batch-per-worker-and-ray.txt
 """
@@ -392,12 +395,13 @@ def _timed_actor(base: type, log: str) -> type:
 
             written = []
             for item in batch.to_pylist():
-                c0, w0 = time.process_time(), time.time()
+                c0, p0, w0 = time.thread_time(), time.process_time(), time.time()
                 written.append(write_packed_unit(self.packer, item["target"], json.loads(item["unit"]),
                                                  chunk_records=self.chunk_records))
                 with open(log, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"pid": os.getpid(), "cpu": time.process_time() - c0, "start": w0,
-                                        "end": time.time(), "rows": written[-1]}) + "\n")
+                    f.write(json.dumps({"pid": os.getpid(), "cpu": time.thread_time() - c0,
+                                        "process_cpu": time.process_time() - p0, "start": w0, "end": time.time(),
+                                        "rows": written[-1], "nice": os.nice(0)}) + "\n")
             return pa.table({"rows": pa.array(written, pa.int64())})
 
     return TimedPackUnits
@@ -413,6 +417,8 @@ def _unit_costs(log: Path, t0: float, wall: float, driver: float) -> dict[str, f
     rows = statistics.median(u["rows"] for u in units)
     return {"wall": wall, "first_start": min(u["start"] for u in units) - t0, "driver_cpu": driver,
             "unit_cpu_ms_per_row": statistics.median(u["cpu"] / u["rows"] for u in units) * 1e3,
+            "process_cpu_ms_per_row": statistics.median(u["process_cpu"] / u["rows"] for u in units) * 1e3,
+            "nice": statistics.median(u["nice"] for u in units),
             "unit_wall_ms_per_row": statistics.median((u["end"] - u["start"]) / u["rows"] for u in units) * 1e3,
             "gap_ms": statistics.median(calls) * 1e3 if calls else 0.0, "calls_gaps": len(calls), "unit_rows": rows,
             "idle_share": sum(gaps) / max(1e-9, max(u["end"] for u in units) - min(u["start"] for u in units))}
@@ -422,12 +428,14 @@ def _ray_table(results: list[dict]) -> None:
     if not results:
         return
     print("\nRay's own cost (the ray ways once more, each unit timed in its actor; medians):\n")
-    print("| chunks | actors | job s | until the first unit starts, s | actor CPU ms/row | actor wall ms/row | "
-          "idle between two calls on an actor, ms | idle share of the actors' time | driver CPU s |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| chunks | actors | actors' nice | job s | until the first unit starts, s | actor CPU ms/row, packing thread | "
+          "actor CPU ms/row, whole process | actor wall ms/row | idle between two calls on an actor, ms | "
+          "idle share of the actors' time | driver CPU s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
-        print(f"| {r['chunks']} | {r['workers']} | {r['wall']:.1f} | {r['first_start']:.1f} | {r['unit_cpu_ms_per_row']:.2f} | "
-              f"{r['unit_wall_ms_per_row']:.2f} | {r['gap_ms']:.0f} | {r['idle_share']:.0%} | {r['driver_cpu']:.2f} |")
+        print(f"| {r['chunks']} | {r['workers']} | {r['nice']:.0f} | {r['wall']:.1f} | {r['first_start']:.1f} | "
+              f"{r['unit_cpu_ms_per_row']:.2f} | {r['process_cpu_ms_per_row']:.2f} | {r['unit_wall_ms_per_row']:.2f} | "
+              f"{r['gap_ms']:.0f} | {r['idle_share']:.0%} | {r['driver_cpu']:.2f} |")
 
 
 # -- the run -----------------------------------------------------------------------------------------
@@ -441,6 +449,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     p.add_argument("--reps", type=int, default=2, help="interleaved repetitions of every way (default 2)")
     p.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, of: {', '.join(WAYS)}")
     p.add_argument("--no-stages", action="store_true", help="leave out the table of where one worker's time goes")
+    p.add_argument("--ray-niceness", type=int, default=None,
+                   help="the nice value of Ray's workers (RAY_worker_niceness; default: this process's, as the "
+                        "pool's workers have; Ray's own default is 15)")
     a = p.parse_args(argv)
     from edgewise.options import PackOptions
 
@@ -449,7 +460,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     nq = passages(a.data)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
           f"python {sys.version.split()[0]}", flush=True)
-    ray_start = _start_ray() if any(w.startswith("ray") for w in ways) else None
+    ray_start = _start_ray(a.ray_niceness) if any(w.startswith("ray") for w in ways) else None
     results: list[dict] = []
     staged: list[dict] = []
     costs: list[dict] = []
@@ -475,15 +486,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     return results
 
 
-def _start_ray() -> float:
+def _start_ray(niceness: int | None) -> float:
     import logging
 
     import ray
 
+    nice = os.nice(0) if niceness is None else niceness
+    os.environ["RAY_worker_niceness"] = str(nice)  # read by the instance ray.init starts, and its workers
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     took = time.perf_counter() - t0
-    print(f"Ray start-up (ray.init, local instance, 2 CPUs): {took:.1f} s", flush=True)
+    print(f"Ray start-up (ray.init, local instance, 2 CPUs, workers at nice {nice}; this process at nice "
+          f"{os.nice(0)}): {took:.1f} s", flush=True)
     return took
 
 
