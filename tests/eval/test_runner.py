@@ -90,7 +90,7 @@ def test_run_scores_each_condition_and_position(tmp_path):
     first = results[0]
     assert sorted(first) == sorted([
         "key", "task", "example", "condition", "position", "slot", "prompt_position", "n_docs", "model", "backend",
-        "prediction", "answers", "correct", "prompt_tokens", "packed_tokens", "prompt_sha256", "completion_tokens", "seconds",
+        "prediction", "answers", "correct", "prompt_tokens", "packed_tokens", "prompt_sha256", "build_seconds", "completion_tokens", "seconds",
         "attempts", "meta", "at"])
     manifest = json.loads((tmp_path / "run.json").read_text())
     assert (manifest["task"], manifest["conditions"], manifest["positions"]) == ("kv", CONDITIONS, [0, 2, 4])

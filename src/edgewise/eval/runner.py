@@ -251,7 +251,9 @@ def answer(task: Task, job: tuple[str, Example, int | None, Condition], backend:
     state, so asking again gives the same answer) and the record names the cell it came from.
     """
     key, ex, pos, c = job
+    started = time.perf_counter()
     prompt = build_prompt(task, ex, pos, c)
+    built = time.perf_counter() - started  # packing, and the summaries an LLM writes for it (none when cached)
     digest = hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()
     earlier = reuse.get(digest) if reuse is not None else None
     if earlier is not None:
@@ -265,7 +267,7 @@ def answer(task: Task, job: tuple[str, Example, int | None, Condition], backend:
         "key": key, "task": task.name, "example": ex.id, "condition": c.name, "position": pos,
         "slot": None if pos is None else task.slot(ex, pos), "prompt_position": prompt.prompt_position, "n_docs": prompt.n_docs,
         "model": backend.model, "backend": backend.name, "answers": ex.answers, "correct": metric(fields["prediction"], ex.answers),
-        "packed_tokens": prompt.packed_tokens, "prompt_sha256": digest, **fields,
+        "packed_tokens": prompt.packed_tokens, "prompt_sha256": digest, "build_seconds": round(built, 4), **fields,
         "meta": ex.meta, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if reuse is not None and earlier is None:
