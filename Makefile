@@ -36,9 +36,10 @@ demo: $(VENV)/.installed-core
 test: $(VENV)/.installed-all
 	$(BIN)/python -m pytest src tests
 
-# the fast tier, for the inner loop: no real LLM, no fresh virtualenv, no ONNX model
+# the fast tier, for the inner loop: no real LLM, no fresh virtualenv, no ONNX model; two workers
+# (pytest-xdist), each test file on one worker so that a module's server starts once
 check: $(VENV)/.installed-check
-	$(BIN)/python -m pytest src tests -m "not slow and not models"
+	$(BIN)/python -m pytest src tests -m "not slow and not models" -n 2 --dist loadfile
 
 bench: $(VENV)/.installed-all
 	$(BIN)/python benchmarks/pack.py

@@ -21,7 +21,19 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 collect_ignore = ["plugin_pkg", "data"]
 
 
+# The fast tier (``-m "not slow ..."``) draws a quarter of each property's examples; ``make test`` draws
+# them all. Set in pytest_configure, which runs before any test module is imported.
+FAST_TIER = False
+
+
+def examples(n: int) -> int:
+    """The hypothesis ``max_examples`` of a property that draws ``n`` examples in the whole suite."""
+    return max(20, n // 4) if FAST_TIER else n
+
+
 def pytest_configure(config):
+    global FAST_TIER
+    FAST_TIER = "not slow" in (config.getoption("markexpr") or "")
     missing = [name for name in NEEDED if not (DATA / name).is_file()]
     if missing:
         raise pytest.UsageError(f"the test data must be in {DATA}, but it lacks {', '.join(missing)}")

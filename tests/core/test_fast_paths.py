@@ -17,6 +17,8 @@ from edgewise.chunk import Chunk, _plain, normalize_indexed
 from edgewise.errors import InputError
 from edgewise.layout.base import _SEP_RE, INDENT, attr, quote_tail
 
+from ..conftest import examples
+
 HOSTILE = st.sampled_from(["", " ", '"', "\\", "\n", "\x85", "\u2028", "\u2029", "\x7f", "\u00a0", "\x1c", "é", "👍", "\t",
                           "\r", "\r\n", "\x0b", "\x0c", "\x1d", "\x1e", "\x1f", "a"])
 TEXT = st.one_of(st.text(max_size=40), st.lists(HOSTILE, max_size=6).map("".join))
@@ -27,7 +29,7 @@ def _attr_general(value: str) -> str:
     return out.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(TEXT)
 def test_attr_and_quote_fast_paths_match_the_general_ones(value: str) -> None:
     assert attr(value) == _attr_general(value)
@@ -53,7 +55,7 @@ def _general(item: object, index: int) -> Chunk | str:
         mod._plain = plain
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(ITEMS, st.integers(0, 5))
 def test_plain_dict_validation_matches_the_field_by_field_one(item: dict, index: int) -> None:
     fast = _plain(item, index)

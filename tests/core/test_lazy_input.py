@@ -21,6 +21,8 @@ from edgewise.layout import get_layout
 from edgewise.packing.plain import rank_plain
 from edgewise.score.rank import rank
 
+from ..conftest import examples
+
 WORDS = st.sampled_from(["alpha", "beta", "Paris", "é", "x", "long-word", "42", "\n", "  ", "\x1c", "👍", "/"])
 TEXT = st.one_of(st.lists(WORDS, min_size=10, max_size=150).map(" ".join), st.text(max_size=120))
 
@@ -59,7 +61,7 @@ def _result(req: dict[str, Any], chunks: list[Any]) -> Any:
     return out.prompt, out.messages("openai"), out.messages("anthropic"), out.debug_info.to_dict()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
     dicts = req["chunks"]
@@ -155,7 +157,7 @@ ANY_ITEM = st.one_of(PLAIN, PLAIN.flatmap(lambda d: st.dictionaries(
     st.sampled_from(["id", "text", "score", "title", "tokens", "meta", "x"]), HOSTILE, max_size=3).map(lambda e: {**d, **e})))
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.lists(ANY_ITEM, max_size=5))
 def test_the_column_checks_accept_what_the_one_by_one_checks_accept(items: list[dict[str, Any]]) -> None:
     """rank_plain takes a list exactly when plain_fields takes every item, the ids are distinct and

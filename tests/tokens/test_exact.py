@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from edgewise.tokens.tokenizers import TiktokenTokenizer, get_tokenizer
 from edgewise.tokens.wordbound import BRIDGES_BY_NAME, CL100K_PATTERN, O200K_PATTERN
 
+from ..conftest import examples
 from ..corpus import bundled_texts
 
 EXACT = ("cl100k_base", "o200k_base")
@@ -52,7 +53,7 @@ GENERATED = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=GENERATED, n=st.integers(min_value=0, max_value=50))
 def test_same_on_generated_text(text: str, n: int) -> None:
     for name in EXACT:
@@ -118,7 +119,7 @@ def test_a_head_encodes_to_the_texts_first_tokens_over_the_corpus(name: str) -> 
     assert cut > 600  # most passages are long enough for the prefix path
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=LONG, n=st.integers(min_value=0, max_value=60))
 def test_a_cut_from_a_head_is_the_cut_from_all_ids(text: str, n: int) -> None:
     from edgewise.tokens.cache import token_head

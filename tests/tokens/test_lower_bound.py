@@ -22,7 +22,7 @@ from edgewise.layout.base import doc_block, doc_tags_bound, doc_tags_pricer
 from edgewise.tokens.tokenizers import get_tokenizer
 from edgewise.tokens.wordbound import words_bound
 
-from ..conftest import DATA
+from ..conftest import DATA, examples
 
 EXACT = ("cl100k_base", "o200k_base")
 BIG = 10**9
@@ -139,7 +139,7 @@ EDGE_CHARS = st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\u00a0\u16
 TEXTS = st.one_of(st.text(max_size=200), st.text(EDGE_CHARS, max_size=60), st.sampled_from(HOSTILE))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=TEXTS, stop=st.integers(min_value=-3, max_value=80))
 def test_bound_never_exceeds_the_count_of_generated_text(text: str, stop: int) -> None:
     for name in EXACT:
@@ -150,7 +150,7 @@ def test_bound_never_exceeds_the_count_of_generated_text(text: str, stop: int) -
         assert tok.lower_bound(text, stop) == min(full, max(stop, 0) + 1)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cid=TEXTS, title=st.none() | TEXTS)
 def test_tags_priced_by_parts_for_generated_ids_and_titles(cid: str, title: str | None) -> None:
     """The parts of a truncated block's tags add up to its count for generated ids and titles
@@ -203,7 +203,7 @@ def test_line_break_identity_holds_over_the_corpus_and_every_block(name: str) ->
 
 
 @pytest.mark.parametrize("name", EXACT)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(head=st.text(max_size=30), letter=st.sampled_from(list("aZ09")), mark=st.sampled_from(PUNCT))
 def test_line_break_identity_holds_for_generated_text(name: str, head: str, letter: str, mark: str) -> None:
     _check_line_breaks(get_tokenizer(name), head + letter + mark)

@@ -21,7 +21,7 @@ import edgewise
 import edgewise.tokens.tokenizers as tokens
 from edgewise.tokens.tokenizers import TiktokenTokenizer
 
-from ..conftest import DATA, ROOT
+from ..conftest import DATA, ROOT, examples
 from ..corpus import bundled_texts
 
 EXACT = ("cl100k_base", "o200k_base")
@@ -64,7 +64,7 @@ GENERATED = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=GENERATED)
 def test_counts_of_generated_text_are_tiktokens(text: str) -> None:
     for name in EXACT:

@@ -32,7 +32,7 @@ from edgewise.packing.plain import plain_columns_py
 from edgewise.tokens.tokenizers import get_tokenizer
 from edgewise.tokens.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
 
-from ..conftest import ROOT
+from ..conftest import ROOT, examples
 from ..corpus import DATA, bundled_texts
 
 # every character class the bound reads: ASCII and Unicode white space (one, two and four bytes a
@@ -50,7 +50,7 @@ def test_this_install_scans_in_c() -> None:
     assert wordbound.scan_words.__module__ == edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(text=TEXTS, stop=st.integers(min_value=-2, max_value=40), bridged=st.booleans())
 def test_c_bound_passes_stop_exactly_when_words_bound_does(text: str, stop: int, bridged: bool) -> None:
     from edgewise._scan import words_over
@@ -79,7 +79,7 @@ def scans(draw: Any) -> dict[str, Any]:
                 limit=draw(st.integers(min_value=-1, max_value=2 * stop + 2)))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(scan=scans())
 def test_c_scan_gives_what_the_python_scan_gives(scan: dict[str, Any]) -> None:
     from edgewise._scan import scan_words
@@ -128,7 +128,7 @@ def items(draw: Any) -> Any:
     return shape(out)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(given_items=items())
 def test_c_reads_plain_dicts_as_the_python_pass_does(given_items: Any) -> None:
     from edgewise._scan import plain_columns
