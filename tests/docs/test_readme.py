@@ -324,7 +324,9 @@ def test_make_test_installs_every_extra_and_runs_every_tier():
 def test_make_check_runs_the_fast_tier():
     (spec,) = installs("check")
     assert "dev" in extras_of(spec.strip("'"))
-    assert make_recipe("check")[1] == ['.venv/bin/python -m pytest src tests -m "not slow and not models"']
+    assert make_recipe("check")[1] == [
+        '.venv/bin/python -m pytest src tests -m "not slow and not models" -n 2 --dist loadfile']
+    assert any(r.startswith("pytest-xdist") for r in requirements({"dev"}))  # -n needs it
 
 
 @pytest.mark.parametrize("block", [_param(b) for b in RUNNABLE])
