@@ -41,7 +41,7 @@ def test_options_round_trip_and_defaults():
         ({"min_score": 10**400}, InputError, "min_score must be a finite number, but got 1000"),
         ({"prune": 2}, InputError, "prune must be a threshold in [0, 1], but got 2"),
         ({"word_count_threshold": 0}, InputError, "word_count_threshold must be > 0, but got 0"),
-        ({"summaries": "llm"}, InputError, "summaries must be 'given' or 'auto', but got 'llm'"),
+        ({"summaries": "abstractive"}, InputError, "summaries must be one of given, auto, llm, but got 'abstractive'"),
         ({"prune_scorer": "x"}, InputError, "prune_scorer must be one of auto, dense, dense2, lexical, but got 'x'"),
         ({"rescore": "yes"}, InputError, "rescore must be true or false, but got 'yes'"),
         ({"system": 3}, InputError, "system must be a string, but got int"),
@@ -66,8 +66,9 @@ def test_json_schema_describes_every_option():
     assert list(schema["properties"]) == PackOptions.names()
     assert schema["properties"]["budget"]["anyOf"] == [{"type": "integer", "minimum": 1}, {"type": "null"}]
     assert schema["properties"]["summaries"] == {
-        "type": "string", "enum": ["given", "auto"], "default": "given",
-        "description": "auto: extractive summaries for chunks without meta.summary",
+        "type": "string", "enum": ["given", "auto", "llm"], "default": "given",
+        "description": "summaries of the chunks past the key facts that have no meta.summary: given: none written; "
+                       "auto: extractive; llm: written by summary_backend",
     }
 
 
@@ -167,8 +168,8 @@ def test_cli_flags_come_from_the_options(tmp_path):
               "--word-count-threshold", "8.5")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["debug_info"]["placed"] == ["a", "c"]
-    bad = run("pack", "-q", "q", "-c", str(f), "--summaries", "llm")
-    assert bad.returncode == 2 and "invalid choice: 'llm'" in bad.stderr
+    bad = run("pack", "-q", "q", "-c", str(f), "--summaries", "abstractive")
+    assert bad.returncode == 2 and "invalid choice: 'abstractive'" in bad.stderr
     assert run("--version").stdout.strip() == f"edgewise {edgewise.__version__}"
 
 

@@ -58,5 +58,5 @@ def test_automatic_summaries_are_extractive_within_their_cap_and_marked(nq_rows)
 def test_bad_relevance_options():
     with pytest.raises(InputError, match="prune must be a threshold in \\[0, 1\\], but got 1.5"):
         pack("q", ["a"], prune=1.5)
-    with pytest.raises(InputError, match="summaries must be 'given' or 'auto', but got 'llm'"):
-        pack("q", ["a"], summaries="llm")
+    with pytest.raises(InputError, match="summaries must be one of given, auto, llm, but got 'abstractive'"):
+        pack("q", ["a"], summaries="abstractive")

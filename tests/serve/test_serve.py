@@ -540,3 +540,23 @@ def test_a_bad_preload_stops_the_start(tmp_path):
                           capture_output=True, text=True, timeout=60, env={**os.environ, "EDGEWISE_API_KEY": ""})
     assert proc.returncode != 0
     assert "unknown scorer 'nope'" in proc.stderr
+
+
+@pytest.mark.parametrize("options", [
+    {"summaries": "llm"}, {"summary_cache": "/tmp/anywhere"}, {"summary_model": "/etc/passwd"},
+    {"summaries": "auto", "summary_base_url": "http://10.0.0.1/v1"}, {"summary_backend": "openai"},
+])
+def test_a_request_cannot_ask_for_llm_summaries_or_name_their_model_cache_or_endpoint(main, options):
+    """A request may not load a model file, write a directory or call a URL through the summary options."""
+    body = {"query": "capital of france", "chunks": ["Paris is the capital."], "options": options}
+    for path in ("/v1/pack", "/v1/chat/completions"):
+        if path == "/v1/pack":
+            r = main["client"].post(path, json=body)
+        else:
+            r = main["client"].post(path, json={"model": "m", "messages": [{"role": "user", "content": "q"}],
+                                                "edgewise": {"documents": ["Paris."], "options": options}})
+            if r.status_code == 404:  # no upstream configured: the proxy is not mounted
+                continue
+        assert r.status_code == 422, (path, r.text)  # an input error, as every other bad option
+        assert "LLM-written summaries are not served over HTTP" in r.text
+    assert not Path("/tmp/anywhere").exists()

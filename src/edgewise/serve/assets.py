@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from ..errors import InputError
 from .errors import ApiError
 
 # the built-ins whose argument is a file or a directory, by registry
@@ -134,8 +135,22 @@ def check_file(path: Path, what: str, *, text: bool, max_bytes: int) -> None:
                                                f"at most {max_bytes} bytes (--max-asset-bytes)")
 
 
+# options that name a model file, a directory to write or a URL to call: a request may not set them
+LLM_SUMMARY_OPTIONS = ("summary_backend", "summary_model", "summary_base_url", "summary_api", "summary_cache")
+
+
 def resolve_options(options: Mapping[str, Any], assets: Assets | Path | None) -> dict[str, Any]:
-    """The pack options with every file-backed spec resolved inside ``assets``."""
+    """The pack options with every file-backed spec resolved inside ``assets``.
+
+    LLM-written summaries are not served: they would let a request load any model file, write into
+    any directory and call any URL, and run a model for every request.
+    """
+    named = [k for k in LLM_SUMMARY_OPTIONS if k in options]
+    if named or options.get("summaries") == "llm":
+        what = ", ".join(named) if named else "summaries='llm'"
+        raise InputError(f"LLM-written summaries are not served over HTTP (they load a model file, write a cache "
+                         f"directory and call an endpoint), but the request sets {what}; use summaries='auto' "
+                         "(extractive) or pack with summaries='llm' in your own process")
     out = dict(options)
     for option, kind in OPTION_KINDS.items():
         if option in out:
