@@ -39,7 +39,7 @@ def ids(result):
 
 @pytest.mark.parametrize(("options", "error", "message"), [
     ({"budget": 0}, InputError, "budget must be > 0, but got 0"),
-    ({"summaries": "yes"}, InputError, "summaries must be 'given' or 'auto', but got 'yes'"),
+    ({"summaries": "yes"}, InputError, "summaries must be one of given, auto, llm, but got 'yes'"),
     ({"budgt": 100}, ConfigError, "unknown pack option 'budgt'; choose from: budget,"),
     ({"order": "nope"}, ConfigError, "unknown order 'nope'; choose one of: edges,"),
     ({"tokenizer": "nope"}, ConfigError, "unknown tokenizer 'nope'; choose one of: cl100k_base,"),

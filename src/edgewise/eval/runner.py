@@ -227,12 +227,13 @@ def run(task: Task, conditions: Sequence[str | Condition], backend: Backend, out
         store.write_manifest({"task": task.name, "task_params": task.params, "positions": task.positions,
                               "position_unit": task.position_unit, "conditions": names, "backend": decoding,
                               "model": backend.model, "metric": task.metric, "layout": task.layout, "plan": plan})
-        done = store.keys()
+        stored = store.load()  # read once: a torn tail is reported once
+        done = {r["key"] for r in stored}
         cells = list(plan_cells(plan))
         jobs = [(key, examples[e], pos, by_name[c]) for key, e, pos, c in cells if key not in done]
         summary = Summary(str(out_dir), len(cells), len(cells) - len(jobs), 0, 0.0)
         if ray_address is None:
-            memo = Reuse(backend.model, store.load()) if reuse else None
+            memo = Reuse(backend.model, stored) if reuse else None
             return _ask(task, jobs, backend, metric, store, summary, progress, stream, reuse=memo)
         from .ray_fanout import fan_out
 

@@ -10,8 +10,14 @@ shape around them (a string query, a list of chunks); the chunks themselves are 
 
 >>> PackRequest.model_validate({"query": "q", "chunks": ["a"], "options": {"budget": 9}}).options
 {'budget': 9}
->>> sorted(options_schema()["properties"]) == sorted(PackOptions.names())
+
+The LLM-summary options are left out (a request may not set them, :mod:`edgewise.serve.assets`),
+and so is ``summaries="llm"``:
+
+>>> sorted(options_schema()["properties"]) == sorted(set(PackOptions.names()) - set(LLM_SUMMARY_OPTIONS))
 True
+>>> options_schema()["properties"]["summaries"]["enum"]
+['given', 'auto']
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..options import PackOptions
+from .assets import LLM_SUMMARY_OPTIONS
 from ..prune.steps import DEFAULT_THRESHOLD
 
 
@@ -29,8 +36,10 @@ def options_schema(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """PackOptions' JSON Schema as an OpenAPI component (``exclude``: options an endpoint sets itself)."""
     schema = copy.deepcopy(PackOptions.json_schema())
     schema.pop("$schema", None)
-    for name in exclude:
+    for name in (*exclude, *LLM_SUMMARY_OPTIONS):
         schema["properties"].pop(name)
+    summaries = schema["properties"]["summaries"]
+    summaries["enum"] = [v for v in summaries["enum"] if v != "llm"]  # not served: see serve.assets
     return schema
 
 
