@@ -9,6 +9,13 @@ app's lifespan calls :func:`run` after the
 tokenizer is loaded and sped up, so uvicorn (and a Ray Serve replica) takes connections only once
 it is done: no request, and no ``/readyz``, can come before it.
 
+What the first client request still pays that a later one does not, measured through the socket
+(``benchmarks/serve_first.py --stages``): no Python call and no import more, with h11 or httptools
+(``tests/serve/test_serve_first_request.py`` counts them), but about 100 minor page faults
+(~0.25 ms here) while the worker thread's heap first grows to a request's size (a larger warm-up
+pack leaves them in place). The rest of its extra time is the pause before it: after an idle second
+every step of a request runs slower, in a bare server too (BENCHMARKS.md, "The first request").
+
 Each warm-up request is a real ASGI call of the app, with the API key when the server has one.
 It is marked in its scope (:data:`WARM_UP_KEY`) so the access log and the metrics leave it out:
 ``edgewise_requests_total`` counts clients' requests only. ``/v1/prune`` and ``/v1/highlight`` are
