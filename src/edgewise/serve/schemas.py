@@ -28,8 +28,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ..options import PackOptions
-from .assets import LLM_SUMMARY_OPTIONS
 from ..prune.steps import DEFAULT_THRESHOLD
+from .assets import LLM_SUMMARY_OPTIONS
 
 
 def options_schema(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
