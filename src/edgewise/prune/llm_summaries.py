@@ -28,13 +28,11 @@ summaries without a model.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -43,6 +41,7 @@ from typing import Any, TypeVar
 
 from ..chunk import Chunk
 from ..errors import BackendError, ConfigError
+from ..files import write_atomic
 from ..layout.base import quote
 from ..tokens.tokenizers import Tokenizer
 from .condense import summary_targets
@@ -164,15 +163,7 @@ class SummaryCache:
         target = self.path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:16]}-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_atomic(target, data)
         except OSError as exc:
             raise ConfigError(f"summary_cache must be a writable directory, but writing {str(target)!r} failed: "
                               f"{exc.strerror or exc}; give summary_cache (or ${CACHE_ENV}) a directory you can "
