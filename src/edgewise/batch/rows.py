@@ -125,6 +125,8 @@ def _struct_lists(column: Any) -> list[Any] | None:
 
     if not pa.types.is_list(column.type) or not pa.types.is_struct(column.type.value_type):
         return None
+    if isinstance(column, pa.ChunkedArray):  # a Table's column (Ray Data hands tables): one array
+        column = column.combine_chunks()
     structs = column.flatten()  # every row's chunks, in order (a slice's own)
     names = [f.name for f in structs.type]
     if structs.null_count or not names or len(set(names)) != len(names):

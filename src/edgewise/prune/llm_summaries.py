@@ -188,6 +188,7 @@ class LLMSummarizer:
     ...     name, model = "scripted", "fixed-reply"
     ...     def describe(self): return {"backend": "scripted", "model": "fixed-reply"}
     ...     def complete(self, prompt, *, max_tokens, stop): return Completion("\\n Paris is the capital of France.")
+    >>> import tempfile
     >>> s = LLMSummarizer(Scripted(), SummaryCache(tempfile.mkdtemp()), "in-process")
     >>> chunk = Chunk("a", "Paris is the capital and largest city of France.")
     >>> [(w.text, w.record["cache_hit"], w.record["tokens"]) for w in s.summarize("capital?", [chunk], 4, get_tokenizer("cl100k_base"))]
