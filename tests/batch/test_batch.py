@@ -252,30 +252,28 @@ def _pack_actors(ray):
     return {aid: a for aid, a in ray._private.state.actors().items() if "PackUnits" in a["ActorClassName"]}
 
 
-def _kill_one_actor(ray, done, killed):
-    """Kill a live PackUnits actor once it has been up a moment, if the job is still running."""
+def _kill_one_actor(ray, done, killed, out):
+    """Kill a live PackUnits actor as soon as the job has written its first unit file: every actor is
+    then inside its first call, so the killed one has a call in flight that Ray must run again on
+    the restarted actor before the job can end."""
     deadline = time.monotonic() + 120
     while not done.is_set() and time.monotonic() < deadline:
         alive = [aid for aid, a in _pack_actors(ray).items() if a["State"] == "ALIVE"]
-        if alive:
-            time.sleep(2.0)
-            if done.is_set():
-                return
+        if alive and any(out.glob("**/unit-*.arrow")):
             worker = ray._private.worker.global_worker
             ray.kill(worker.core_worker.get_actor_handle(ray.ActorID.from_hex(alive[0])), no_restart=False)
             killed.append(alive[0])
             return
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_job_loses_and_repeats_no_row(ray_instance, nq_rows, tmp_path):
-    # long enough that the kill (2 s after an actor is up) lands with most units still to run: with
-    # 600 rows, faster packing let the job end before Ray had restarted the killed actor
+    # 8 calls of 20 units; the kill lands in the first ones
     rows = requests(nq_rows, 1500, chunks=60)
     path = write_jsonl(tmp_path / "in.jsonl", rows)
     done, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_one_actor, args=(ray_instance, done, killed))
+    killer = threading.Thread(target=_kill_one_actor, args=(ray_instance, done, killed, tmp_path / "out"))
     killer.start()
     try:
         summary = run(path, tmp_path / "out", JOB, engine="ray", concurrency=2, rows_per_unit=10, chunk_records=True)
