@@ -1,9 +1,11 @@
-/* edgewise._scan: the two passes a pack makes over every input chunk, in C.
+/* edgewise._scan: the passes over every input chunk and text that a pack makes, in C.
  *
  * - scan_words: from an order of texts, the first whose word bound is within a number (generic: the
  *   reasons a caller skips texts for are decided in Python, by edgewise.packing.select).
  * - plain_columns: the fields of plain input dicts, read and checked a column at a time
  *   (edgewise.packing.plain.rank_plain).
+ * - any_in_ranges: whether a text holds a code point of a table of ranges (the characters on which a
+ *   counter disagrees with tiktoken, edgewise.tokens.counters.UNEQUAL).
  *
  * Optional: setup.py builds it with optional=True, and edgewise.tokens.wordbound and edgewise.packing.plain fall
  * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
@@ -17,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static unsigned char space_ucs1[256];  /* Py_UNICODE_ISSPACE of every one-byte character */
@@ -239,10 +242,47 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(any_in_ranges_doc,
+"any_in_ranges(text, pages, table) -> bool\n\n"
+"Whether text holds a code point of table: sorted, disjoint ranges packed as native uint32 pairs\n"
+"(first, last). pages has a byte per 256 code points, nonzero where a range touches them: most\n"
+"characters are passed on one look-up. Both are built once in Python. A text whose characters all\n"
+"lie below the first range is answered from its width alone.");
+
+static PyObject *
+any_in_ranges(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *text, *pages, *table;
+    if (!PyArg_ParseTuple(args, "UO!O!", &text, &PyBytes_Type, &pages, &PyBytes_Type, &table))
+        return NULL;
+    Py_ssize_t pairs = PyBytes_GET_SIZE(table) / (Py_ssize_t)(2 * sizeof(uint32_t)), n = PyUnicode_GET_LENGTH(text), i, j;
+    Py_ssize_t n_pages = PyBytes_GET_SIZE(pages);
+    if (pairs == 0)
+        Py_RETURN_FALSE;
+    const uint32_t *r = (const uint32_t *)PyBytes_AS_STRING(table);
+    const unsigned char *page = (const unsigned char *)PyBytes_AS_STRING(pages);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 widest = kind == PyUnicode_1BYTE_KIND ? 0xff : kind == PyUnicode_2BYTE_KIND ? 0xffff : 0x10ffff;
+    if (r[0] > widest)
+        Py_RETURN_FALSE;
+    for (i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if ((Py_ssize_t)(c >> 8) >= n_pages || !page[c >> 8])
+            continue;
+        for (j = 0; j < pairs && r[2 * j] <= c; j++)
+            if (c <= r[2 * j + 1])
+                Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"scan_words", scan_words, METH_VARARGS, scan_words_doc},
     {"words_over", words_over, METH_VARARGS, bound_over_doc},
     {"plain_columns", plain_columns, METH_O, plain_columns_doc},
+    {"any_in_ranges", any_in_ranges, METH_VARARGS, any_in_ranges_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,4 +1,4 @@
-"""edgewise._scan: two generic passes in C (src/edgewise/_scan.c), each with its Python twin.
+"""edgewise._scan: three generic passes in C (src/edgewise/_scan.c), each with its Python twin.
 
 They read texts and plain dicts and know nothing of selection policy: which chunks are dropped and
 why is decided in :mod:`edgewise.packing.select`.
@@ -18,3 +18,8 @@ def words_over(text: str, stop: int, bridges: bool, /) -> bool:
 def plain_columns(items: Any, /) -> tuple[list[str], list[Any], list[Any], list[Any], int, int] | None:
     """The texts, ids, scores and titles of plain input dicts, a column each, and how many have no
     id and no score; None unless every item is a plain dict. Twin: ``edgewise.packing.plain.plain_columns_py``."""
+
+def any_in_ranges(text: str, pages: bytes, table: bytes, /) -> bool:
+    """Whether ``text`` holds a code point of ``table`` (sorted (first, last) pairs of native uint32),
+    ``pages`` a byte per 256 code points, nonzero where a range touches them. Twin:
+    ``edgewise.tokens.counters.has_unequal_py``."""

@@ -125,7 +125,7 @@ def test_each_exact_backend_is_a_counter_and_counts_what_tiktoken_counts() -> No
     tok = TiktokenTokenizer("o200k_base")
     quick, why = tokens._load_quick("o200k_base")
     assert why is None, why
-    backends = [tokens.TiktokenCounter(tok.encoding), tokens.RsBpeCounter(tok._fast), tokens.QuickCounter(quick)]
+    backends = [tokens.TiktokenCounter(tok.encoding), tokens.RsBpeCounter(tok._fast), tokens.QuickCounter(quick, tokens.RsBpeCounter(tok._fast))]
     assert [b.name for b in backends if isinstance(b, tokens.Counter)] == ["tiktoken", "rs-bpe", "quicktok"]
     texts = ["", "hello world", "a\ud800b", "東京 🙂 <|endoftext|>", "  \r\n\t x" * 9, *tokens._PROBES]
     want = [len(tok.encoding.encode_ordinary(t)) for t in texts]

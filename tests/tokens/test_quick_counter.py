@@ -148,3 +148,37 @@ def test_a_pack_is_the_same_whichever_counter_counts_it() -> None:
             b = edgewise.pack(q, chunks, tokenizer=fast, **opts)
             assert (a.prompt, a.debug_info.to_dict()) == (b.prompt, b.debug_info.to_dict()), (name, opts)
         assert slow.counter == "rs-bpe" and fast.counter == "quicktok"
+
+
+# a character beside punctuation, digits, letters and space, where the pre-token split reads the
+# character's class (letter or mark for quicktok, nothing for tiktoken on the UNEQUAL ones)
+def _probes(c: str) -> tuple[str, ...]:
+    return (c + "\\x", "\\" + c + "x", c + "123", "x" + c + "!x", "!" + c + "!", " " + c + "x", c + "\n")
+
+
+def test_the_characters_quicktok_classes_apart_are_counted_as_tiktoken_does() -> None:
+    from edgewise.tokens.counters import UNEQUAL, load_quick
+
+    for name in EXACT:
+        raw, _ = load_quick(name)
+        want = reference(name).encoding
+        edges = [chr(c) for a, b in UNEQUAL for c in (a, b)]
+        assert any(raw.count(p) != len(want.encode_ordinary(p)) for c in edges for p in _probes(c))  # raw quicktok misses
+        texts = [p for c in edges for p in _probes(c)] + ['<doc id="\U000323b0\\u001f"', "ok \U000323b0\\x and plain text"]
+        assert [quick(name).count(t) for t in texts] == [len(want.encode_ordinary(t)) for t in texts], name
+
+
+@pytest.mark.slow
+def test_the_unequal_ranges_are_every_code_point_quicktok_and_tiktoken_count_apart() -> None:
+    """Every code point in the probes, raw quicktok against rs-bpe (held to tiktoken by test_exact):
+    the code points where they differ, over both encodings, are exactly the UNEQUAL ranges. Fails
+    when a new quicktok or rs-bpe moves its Unicode tables."""
+    from edgewise.tokens.counters import UNEQUAL, load_fast, load_quick
+
+    apart: set[int] = set()
+    for name in EXACT:
+        raw, _ = load_quick(name)
+        rs = load_fast(name)
+        apart |= {cp for cp in range(0x80, 0x110000) if not 0xD800 <= cp <= 0xDFFF
+                  and any(raw.count(p) != rs.count(p) for p in _probes(chr(cp)))}
+    assert apart == {cp for a, b in UNEQUAL for cp in range(a, b + 1)}

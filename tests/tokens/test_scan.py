@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import edgewise.packing.plain
 import edgewise.tokens.compiled
+import edgewise.tokens.counters as counters
 import edgewise.tokens.wordbound as wordbound
 from edgewise import pack
 from edgewise.chunk import Chunk
@@ -164,7 +165,8 @@ def test_the_compiled_scan_knows_texts_only() -> None:
     stub = ast.parse((ROOT / "src" / "edgewise" / "_scan.pyi").read_text(encoding="utf-8"))
     declared = {f.name: [a.arg for a in f.args.posonlyargs] for f in stub.body if isinstance(f, ast.FunctionDef)}
     assert declared == {"scan_words": ["bridged", "texts", "order", "start", "stop", "limit"],
-                        "words_over": ["text", "stop", "bridges"], "plain_columns": ["items"]}
+                        "words_over": ["text", "stop", "bridges"], "plain_columns": ["items"],
+                        "any_in_ranges": ["text", "pages", "table"]}
     assert sorted(name for name in vars(c) if not name.startswith("_")) == sorted(declared)
     assert inspect.signature(wordbound.scan_words_py).parameters.keys() == set(declared["scan_words"])
 
@@ -290,3 +292,22 @@ def test_the_band_sweep_times_c_and_python_side_by_side(capsys: pytest.CaptureFi
     assert tok.lower_bound.scan.func is wordbound.scan_words and edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
     with pytest.raises(SystemExit):
         bench.main(["--passes", "c,python", "--against", str(ROOT), "--chunks", "10"])
+
+
+UNEQUAL_EDGES = sorted({chr(c) for a, b in counters.UNEQUAL for c in (a - 1, a, b, b + 1)})
+
+
+@settings(max_examples=examples(600), deadline=None)
+@given(text=st.one_of(TEXTS, st.lists(st.sampled_from(PIECES + UNEQUAL_EDGES), max_size=30).map("".join)))
+def test_c_finds_the_characters_quicktok_counts_apart_as_python_does(text: str) -> None:
+    assert counters.has_unequal(text) is counters.has_unequal_py(text)
+    assert counters.has_unequal_py(text) is any(a <= ord(c) <= b for c in text for a, b in counters.UNEQUAL)
+
+
+def test_c_finds_every_edge_of_every_range_in_every_string_width() -> None:
+    assert counters.has_unequal is not counters.has_unequal_py  # the C pass
+    for c in UNEQUAL_EDGES:
+        inside = any(a <= ord(c) <= b for a, b in counters.UNEQUAL)
+        for text in (c, "x" + c, "é" * 5 + c, "東" + c + "y", "👍" + c):
+            assert counters.has_unequal(text) is inside, (hex(ord(c)), text)
+    assert not counters.has_unequal("") and not counters.has_unequal("ÿ" * 100) and not counters.has_unequal("東京" * 50)

@@ -143,7 +143,7 @@ class TiktokenTokenizer:
             self._tried = True
             quick, why = _load_quick(self.name)
             if quick is not None:
-                candidate = QuickCounter(quick)
+                candidate = QuickCounter(quick, self.counting)
                 wrong = [p for p in _PROBES if candidate.count(p) != self.counting.count(p)]
                 why = f"quicktok disagrees on {wrong[0]!r}" if wrong else None
             if why is not None:
