@@ -22,6 +22,8 @@ from edgewise.jsonin import MAX_DEPTH, decode
 from edgewise.options import PackOptions
 from edgewise.packing.packer import Packer
 
+from ..conftest import examples
+
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("orjson")
 
@@ -82,7 +84,7 @@ _values = st.recursive(st.one_of(_numbers, st.text(max_size=4), st.booleans(), s
                        max_leaves=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(chunks=st.lists(st.dictionaries(st.sampled_from(["text", "score", "id", "meta"]), _values, max_size=4),
                        max_size=4))
 def test_any_row_of_numbers_reads_as_the_strict_reader_reads_it(chunks):
@@ -111,7 +113,7 @@ def _read(row, index):
         return f"{type(exc).__name__}: {exc}"
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(_row, max_size=12), size=st.integers(min_value=1, max_value=5))
 def test_arrow_rows_read_as_to_pylist_reads_them(rows, size):
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
@@ -177,7 +179,7 @@ def test_a_row_that_cannot_be_stored_names_the_same_value_as_before():
 
 # -- blank lines --------------------------------------------------------------------------------------
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.sampled_from(['{"query": "q", "chunks": ["a"]}', "", " ", "\t", "\r", "\x0b", "\x0c",
                                        " \t\r", '  {"query": "r", "chunks": []}  ', "\xa0"]), max_size=10),
        end=st.sampled_from(["", "\n"]))

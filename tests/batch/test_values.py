@@ -13,6 +13,8 @@ from edgewise.batch.rows import pack_row, to_table, unwritable
 from edgewise.options import PackOptions
 from edgewise.packing.packer import Packer
 
+from ..conftest import examples
+
 pq = pytest.importorskip("pyarrow.parquet")
 
 JOB = PackOptions(budget=300, tokenizer="words")
@@ -157,7 +159,7 @@ _json_value = st.recursive(st.one_of(_json_number, _json_string, st.sampled_from
                            max_leaves=10)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(fields=st.lists(st.tuples(st.sampled_from(['"query"', '"chunks"', '"id"', '"options"', '"query"']), _json_value),
                        max_size=4), deep=st.integers(min_value=0, max_value=60))
 def test_the_fast_row_reader_reads_what_the_strict_reader_reads(fields, deep):

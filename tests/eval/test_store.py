@@ -57,6 +57,7 @@ def _lines(store: Store) -> list[dict]:
 # ------------------------------------------------------------------------------------------- lock
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_a_second_runner_in_another_process_stops_at_once_naming_the_holder(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, __file__, str(out)], stderr=subprocess.PIPE)

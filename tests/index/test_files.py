@@ -23,7 +23,7 @@ from edgewise.index.chunking import split_text
 from edgewise.index.readers import read_document, read_pieces
 from edgewise.tokens.tokenizers import get_tokenizer
 
-from ..conftest import ROOT
+from ..conftest import ROOT, examples
 
 pytest.importorskip("bs4", reason="needs the index extra: pip install -e '.[index]'")
 
@@ -203,7 +203,7 @@ _html = st.recursive(
     max_leaves=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_html, min_size=1, max_size=5))
 def test_the_html_walk_reads_what_inserting_line_breaks_into_the_tree_read(tmp_path_factory, parts):
     data = "".join(parts).encode()

@@ -214,6 +214,7 @@ def test_upstream_5xx_comes_back_as_sent(proxy):
     assert "x-edgewise-error" not in r.headers
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_slow_upstream_is_a_504(proxy):
     r = httpx.post(proxy + "/v1/chat/completions", json=chat("slow", edgewise=DOCS), timeout=10)
     assert (r.status_code, r.headers["x-edgewise-error"]) == (504, "1")  # edgewise's own: marked
@@ -229,6 +230,7 @@ def test_an_upstream_that_hangs_up_is_a_502_and_not_retried(proxy, upstream):
     assert len(upstream.seen) == n + 1  # the request went out: repeating it could run it twice
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_upstream_down_is_a_502(tmp_path):
     port = free_port()  # nothing listens there
     proc, base = start_edgewise(tmp_path, f"http://127.0.0.1:{port}/v1")
@@ -243,6 +245,7 @@ def test_upstream_down_is_a_502(tmp_path):
     assert error["message"].endswith("; tried 3 times")
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_a_stream_is_relayed_whole(proxy):
     with httpx.stream("POST", proxy + "/v1/chat/completions", json=chat("stream", stream=True), timeout=10) as r:
         assert r.headers["content-type"] == "text/event-stream"
@@ -283,6 +286,7 @@ def test_a_client_leaving_mid_stream_closes_the_upstream_stream(proxy, upstream)
     assert open_streams(proxy) == 0.0
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_a_client_leaving_before_the_answer_cancels_the_upstream_call(upstream, tmp_path):
     upstream.disconnected.clear()
     proc, base = start_edgewise(tmp_path, upstream.url)  # upstream timeout 300 s: only the client's leaving ends it
@@ -305,6 +309,7 @@ def test_an_oversized_body_is_a_413(proxy, upstream):
     assert len(upstream.seen) == n
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_a_slow_body_is_a_408(proxy, upstream):
     n = len(upstream.seen)
     host, port = proxy.removeprefix("http://").split(":")
@@ -320,6 +325,7 @@ def test_a_slow_body_is_a_408(proxy, upstream):
     assert len(upstream.seen) == n
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_the_edgewise_key_never_reaches_the_upstream(upstream, tmp_path):
     proc, base = start_edgewise(tmp_path, upstream.url,
                                 env={"EDGEWISE_API_KEY": EDGEWISE_KEY, "EDGEWISE_UPSTREAM_API_KEY": UPSTREAM_KEY})

@@ -23,6 +23,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 
 from ..servers import running  # noqa: E402
 
+pytestmark = pytest.mark.slow  # 300 requests through a server: seconds
+
 EXAMPLES = 30  # per operation
 OPERATIONS = [("POST", "/v1/pack"), ("POST", "/v1/variants"), ("POST", "/v1/score"), ("POST", "/v1/prune"),
               ("POST", "/v1/highlight"), ("POST", "/v1/tokens"), ("GET", "/v1/capabilities"), ("GET", "/healthz"),

@@ -132,6 +132,7 @@ def test_the_body_limit_applies_to_forwarded_paths(proxy, upstream):
     assert [s for s in upstream.seen[n:] if s[1] != "/v1/uploads"] == []
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_the_upstream_timeout_applies_to_forwarded_paths(proxy):
     r = httpx.get(proxy + "/v1/sleep/4", timeout=10)
     assert (r.status_code, r.json()) == (504, {"error": {"type": "edgewise_upstream_timeout", "message":
@@ -148,6 +149,7 @@ def test_forwarded_requests_are_counted_in_the_metrics(proxy):
     assert len(counted) == 1 and float(counted[0].split()[-1]) >= 1
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_the_edgewise_key_guards_forwarded_paths_and_never_goes_upstream(upstream, tmp_path):
     proc, base = start_proxy(tmp_path, upstream.url, env={"EDGEWISE_API_KEY": EDGEWISE_KEY,
                                                           "EDGEWISE_UPSTREAM_API_KEY": UPSTREAM_KEY})
@@ -162,6 +164,7 @@ def test_the_edgewise_key_guards_forwarded_paths_and_never_goes_upstream(upstrea
     assert upstream.seen[-1][2]["authorization"] == f"Bearer {UPSTREAM_KEY}"
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_an_upstream_that_is_down_is_a_502_on_forwarded_paths(tmp_path):
     from ..servers import free_port
 

@@ -498,6 +498,7 @@ def test_metrics_count_requests_latency_tokens_and_chunks(main):
 
 # -- scale-out ------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_two_workers_serve_the_same_results(tmp_path):
     body = {"query": QUERY, "chunks": CHUNKS, "options": {"budget": 220}}
     expected = _json(edgewise.pack(QUERY, CHUNKS, budget=220).to_dict())

@@ -80,6 +80,7 @@ def test_the_first_request_to_each_endpoint_does_the_work_of_a_later_one():
     assert {p: c[0] <= 1.25 * later[p] + 50 for p, c in counts.items()} == {p: True for p in PATHS}, (counts, later)
 
 
+@pytest.mark.slow  # a server of its own, or a wait for a timeout: seconds
 def test_the_warm_up_runs_before_the_server_listens_and_is_neither_logged_nor_counted(tmp_path):
     body = _bodies("/v1/pack", 0)
     with running([], tmp_path) as server:
