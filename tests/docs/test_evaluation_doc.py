@@ -46,11 +46,20 @@ def test_every_run_quoted_in_the_document_is_committed():
     assert quoted <= committed, f"quoted but not committed: {quoted - committed}"
 
 
+def _against(manifest: dict) -> str:
+    """What a run's conditions are paired with: the baseline, or (a run without one, such as a
+    comparison of three pipelines) its first condition, as ``edgewise eval report --against``."""
+    names = [parse_condition(c).name for c in manifest["conditions"]]
+    return "baseline" if "baseline" in names else names[0]
+
+
 @pytest.mark.parametrize("run", RUN_DIRS, ids=lambda p: p.name)
 def test_document_tables_are_the_report_of_the_committed_results(run: Path):
-    results, _ = _load(run)
+    results, manifest = _load(run)
     assert len({r["key"] for r in results}) == len(results)
-    table = markdown(summarize(results)).splitlines()[2:] + paired_markdown(paired(results)).splitlines()[2:]
+    pairs = paired(results, against=_against(manifest))
+    assert pairs, f"{run.name}: no condition is paired with {_against(manifest)}"
+    table = markdown(summarize(results)).splitlines()[2:] + paired_markdown(pairs).splitlines()[2:]
     missing = [line for line in table if line not in DOC]
     assert not missing, f"rows of {run.name} not in EVALUATION.md (regenerate it): {missing}"
 

@@ -7,8 +7,8 @@ job goes on). The result appears whole or not at all, and a job that stopped is 
 ``resume=True`` (:mod:`edgewise.batch.job`). Two engines run the
 same per-row code: Ray Data (``engine="ray"``, :mod:`edgewise.batch.ray_data`, on a cluster or
 a local Ray instance) and a plain process pool (``engine="local"``). ``auto`` takes Ray when given
-a cluster address and the pool otherwise: on one machine the pool was faster at every size
-measured, and Ray adds its start-up (BENCHMARKS.md, "Batch"; raw: docs/bench/batch-throughput.txt).
+a cluster address and the pool otherwise: on one machine the pool finished every job measured
+sooner, and Ray adds its start-up (BENCHMARKS.md, "Batch"; raw: docs/bench/batch-per-worker-and-ray.txt).
 
 >>> import tempfile, os, pyarrow.parquet as pq
 >>> d = tempfile.mkdtemp(); src = os.path.join(d, "in.jsonl")
