@@ -348,6 +348,21 @@ def test_bad_input():
         build_task("kv", pairs=0)
 
 
+def test_the_question_cue_closes_a_sections_prompt_as_the_papers_layout_does():
+    from edgewise.eval.runner import build_prompt
+
+    task = build_task("qa", examples=1, docs=5, positions=[0])
+    ex = task.examples[0]
+    plain = parse_condition("edgewise:layout=sections,budget=600")
+    cued = parse_condition("edgewise:layout=sections,budget=600,cue=question")
+    assert cued.name == "edgewise:budget=600,cue=question,layout=sections,order=edges"
+    a, b = build_prompt(task, ex, 0, plain), build_prompt(task, ex, 0, cued)
+    assert b.text == a.text + f"\n\nQuestion: {ex.question}\nAnswer:"
+    assert (b.packed_tokens, b.prompt_position, b.n_docs) == (a.packed_tokens, a.prompt_position, a.n_docs)
+    with pytest.raises(ConfigError, match="cue must be one of question, but got 'answer' in 'edgewise:cue=answer'"):
+        parse_condition("edgewise:cue=answer")
+
+
 def test_unknown_pack_option_fails_before_any_request(tmp_path):
     llm = FirstRecordLLM()
     with pytest.raises(ConfigError, match="unknown pack option .colour.; choose from: budget"):

@@ -192,6 +192,40 @@ def paired_markdown(rows: Sequence[dict[str, Any]], against: str = "baseline", b
 CHARTS_NEED = f"the report's charts need matplotlib: {install_hint('eval')}"
 
 
+def building(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What building the prompts cost, per condition, from the records' ``build_seconds`` (packing,
+    and writing any summary an LLM writes; a summary cached by an earlier cell costs that cell
+    nothing, so the total is what the whole grid paid): prompts, total, mean and largest build
+    seconds, and the mean seconds of the answers. Empty when no record has ``build_seconds``.
+
+    >>> rs = [{"condition": "c", "build_seconds": b, "seconds": 1.0, "model": "m"} for b in (3.0, 0.5, 0.5)]
+    >>> [(r["condition"], r["prompts"], r["total"], r["mean"], r["max"], r["answer_seconds"]) for r in building(rs)]
+    [('c', 3, 4.0, 1.3333333333333333, 3.0, 1.0)]
+    """
+    if not any(isinstance(r.get("build_seconds"), (int, float)) for r in results):
+        return []
+    many = len({r.get("model") for r in results}) > 1
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        groups[_label(r, many)].append(r)
+    rows = []
+    for label, rs in groups.items():
+        built = [float(r["build_seconds"]) for r in rs if isinstance(r.get("build_seconds"), (int, float))]
+        rows.append({"condition": label, "prompts": len(rs), "total": sum(built), "mean": _avg(built),
+                     "max": max(built, default=None), "answer_seconds": _avg([r.get("seconds") for r in rs])})
+    return rows
+
+
+def building_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """A Markdown table of :func:`building` rows."""
+    lines = ["| condition | prompts | build seconds, total | build seconds, mean | build seconds, largest "
+             "| answer seconds, mean |", "|" + " --- |" * 6]
+    for r in rows:
+        lines.append(f"| {r['condition']} | {r['prompts']} | {_fmt(r['total'], 1)} | {_fmt(r['mean'], 3)} "
+                     f"| {_fmt(r['max'], 2)} | {_fmt(r['answer_seconds'], 2)} |")
+    return "\n".join(lines)
+
+
 def _pyplot():  # noqa: ANN202
     try:
         import matplotlib
@@ -313,7 +347,13 @@ def report(run_dir: str | Path, out_dir: str | Path | None = None, *, charts: bo
                  f"The same examples at the same retrieval position, under each condition and under {against}. "
                  "Only the pairs where "
                  "exactly one of the two is right say anything about the difference; the p-value is the exact "
-                 "two-sided McNemar test on them.", "", paired_markdown(vs), ""]
+                 "two-sided McNemar test on them.", "", paired_markdown(vs, against), ""]
+    built = building(results)
+    if built:
+        text += ["## Building the prompts", "",
+                 "Seconds spent building each condition's prompts (packing, and writing the summaries an LLM "
+                 "writes; a summary is written once and cached, so the total is what the whole grid paid), "
+                 "beside the seconds of the answers.", "", building_markdown(built), ""]
     if task == "needle":
         by_len = [dict(r, position=(r.get("meta") or {}).get("length")) for r in results]
         text += ["## By context length (tokens)", "", markdown(summarize(by_len)).replace("| position |", "| tokens |"), ""]

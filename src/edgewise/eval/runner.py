@@ -96,8 +96,10 @@ def parse_condition(spec: str) -> Condition:
         if not eq or not k.strip():
             raise ConfigError(f"condition options must be key=value, but got {part!r} in {spec!r}")
         options[k.strip().replace("-", "_")] = _value(v.strip())
-    try:  # the options are pack()'s: unknown names and bad values fail here, before any prompt is built
-        PackOptions.from_strings({k: str(v) for k, v in options.items()})
+    if "cue" in options and options["cue"] not in CUES:
+        raise ConfigError(f"cue must be one of {', '.join(CUES)}, but got {options['cue']!r} in {spec!r}")
+    try:  # the other options are pack()'s: unknown names and bad values fail here, before any prompt is built
+        PackOptions.from_strings(_pack_options(options))
     except EdgewiseError as exc:
         raise ConfigError(f"condition {spec!r}: {exc}") from None
     if "key_id" in options or str(options.get("order", "")).startswith("position"):
@@ -112,9 +114,22 @@ def parse_condition(spec: str) -> Condition:
     return Condition("edgewise:" + ",".join(f"{k}={v}" for k, v in options.items()), options)
 
 
+#: What ``cue=NAME`` appends to an edgewise condition's prompt, for a completion model that needs to
+#: be told where its answer goes: ``question`` closes the prompt as the paper's layout does, with the
+#: question again and ``Answer:``. A layout that ends on its own instructions (``sections``,
+#: ``layered``) leaves a small completion model nothing to continue but more of the prompt.
+CUES = {"question": "\n\nQuestion: {question}\nAnswer:"}
+EVAL_OPTIONS = ("cue",)  # options of a condition that are the evaluation's, not pack()'s
+
+
+def _pack_options(options: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in options.items() if k not in EVAL_OPTIONS}
+
+
 @dataclass
 class Prompt:
-    """A built prompt and where the key chunk ended up (``None`` when the packer left it out)."""
+    """A built prompt and where the key chunk ended up (``None`` when the packer left it out);
+    ``packed_tokens`` counts what ``pack()`` built, without a condition's cue."""
 
     text: str
     prompt_position: int | None
@@ -138,7 +153,7 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
     if condition.baseline:
         packed = pack(example.question, chunks, order=f"position:{slot}", key_id=example.key_id, layout=task.layout)
     else:
-        opts = PackOptions.from_strings({"layout": task.layout, **{k: str(v) for k, v in condition.options.items()}})
+        opts = PackOptions.from_strings({"layout": task.layout, **_pack_options(condition.options)})
         if opts.prune is not None and "prune_scorer" in condition.options:
             # as recorded in the committed runs: sentence-prune before ranking, so re-scoring reads the pruned text
             chunks = _pruned(example.question, chunks, opts.prune, opts.prune_scorer)
@@ -146,7 +161,8 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
         packed = pack(example.question, chunks, opts)
     order = packed.debug_info.order
     where = order.index(example.key_id) if example.key_id in order else None
-    return Prompt(packed.prompt, where, len(order), packed.debug_info.prompt_tokens)
+    cue = CUES[condition.options["cue"]].format(question=example.question) if "cue" in condition.options else ""
+    return Prompt(packed.prompt + cue, where, len(order), packed.debug_info.prompt_tokens)
 
 
 def _pruned(query: str, chunks: list[dict[str, Any]], threshold: Any, scorer: str) -> list[dict[str, Any]]:
