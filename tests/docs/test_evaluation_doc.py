@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from edgewise.eval.metrics import get_metric
-from edgewise.eval.report import markdown, paired, paired_markdown, summarize
+from edgewise.eval.report import building, building_markdown, markdown, paired, paired_markdown, summarize
 from edgewise.eval.runner import build_prompt, parse_condition
 from edgewise.eval.store import Store
 from edgewise.eval.tasks import TASKS, build_task
@@ -60,6 +60,7 @@ def test_document_tables_are_the_report_of_the_committed_results(run: Path):
     pairs = paired(results, against=_against(manifest))
     assert pairs, f"{run.name}: no condition is paired with {_against(manifest)}"
     table = markdown(summarize(results)).splitlines()[2:] + paired_markdown(pairs).splitlines()[2:]
+    table += building_markdown(building(results)).splitlines()[2:]  # runs that recorded build_seconds
     missing = [line for line in table if line not in DOC]
     assert not missing, f"rows of {run.name} not in EVALUATION.md (regenerate it): {missing}"
 
