@@ -101,3 +101,26 @@ def test_the_examples_and_prompts_are_what_the_code_builds_today(run: Path, monk
         c = next(c for c in conds if c.name == r["condition"])
         prompt = build_prompt(task, examples[r["example"]], r["position"], c)
         assert (prompt.packed_tokens, prompt.prompt_position) == (r["packed_tokens"], r["prompt_position"]), r["key"]
+
+
+def test_the_answer_cue_table_is_the_committed_run():
+    raw = (ROOT / "docs" / "bench" / "eval-answer-cue-qa20.txt").read_text(encoding="utf-8")
+    rows = [line for line in raw.splitlines() if line.startswith("|")]
+    assert len(rows) == 4 and all(line in DOC for line in rows)
+
+
+def test_the_cost_of_writing_summaries_is_read_off_the_committed_run():
+    """The questions whose LLM summaries this run wrote (the rest came from the cache) and what
+    they cost, as EVALUATION.md states them."""
+    results, _ = _load(RUNS / "summaries20")
+    per: dict[str, float] = {}
+    for r in results:
+        if "summaries=llm" in r["condition"]:
+            per[r["example"]] = per.get(r["example"], 0.0) + r["build_seconds"]
+    fresh = [s for s in per.values() if s > 2]  # a cached question's cells cost hundredths of a second
+    assert sorted(per.values())[len(per) - len(fresh) - 1] < 0.5  # the split is clean
+    answer = sum(r["seconds"] for r in results if "summaries=llm" in r["condition"]) / len(per) / 3
+    stated = (f"{sum(fresh):.0f} s for the {len(fresh)}, {sum(fresh) / len(fresh):.1f} s a question "
+              f"({min(fresh):.0f}–{max(fresh):.0f} s), about {sum(fresh) / len(fresh) / answer:.1f} times the "
+              f"{answer:.1f} s of answering it")
+    assert stated in " ".join(DOC.split()), stated
