@@ -10,6 +10,16 @@ CHECK_EXTRAS := dev,hf,models,integrations,serve,index,ray,fast
 
 .PHONY: demo test check bench clean
 
+# llama-cpp-python (the eval extra) compiles llama.cpp with -march=native. On x86-64 machines that
+# report AMX (some VMs among them) its AMX matrix kernels crash the first prompt (SIGSEGV in
+# ggml_backend_amx_mul_mat), so they are left out; AVX-512 and the weight repacking stay. A
+# CMAKE_ARGS of your own replaces this.
+ifeq ($(shell uname -m),x86_64)
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+CMAKE_ARGS ?= -DCMAKE_C_FLAGS="$(NO_AMX)" -DCMAKE_CXX_FLAGS="$(NO_AMX)"
+export CMAKE_ARGS
+endif
+
 # One stamp per install, so that `make demo` (the core only) followed by `make test` still installs
 # the extras. A bigger install touches the smaller stamps: it holds what they hold. The editable
 # install compiles the word-bound scan (setup.py, src/edgewise/_scan.c): a change to it reinstalls.
