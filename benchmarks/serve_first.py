@@ -9,12 +9,14 @@ written whole at once (:class:`RawClient`). Every
 request carries texts the server has not seen (NQ passage windows drawn with a seed of their own),
 so each one counts its chunks afresh and the first differs from the others only by what the process
 does once, and by the pause before it: the first request is sent ``--idle`` seconds (default 1)
-after ``/healthz`` answered, and the last one ``--idle`` seconds after the one before it, so the
-last shows what any request after such a pause costs in a warm process (CPU caches gone cold while
-other jobs ran). Reported per server and chunk count: the server's own time (``duration_ms`` of
-its access log) of the first request, of the last (after-idle), and the median of the others
-between them, each the median over the starts, and their ratios; the worst first-request ratio
-over the starts too, and each start's ratio on a line below the table.
+after ``/healthz`` answered, and each of the last ``--after-idle`` (default 3) ``--idle`` seconds
+after the one before it, so those show what any request after such a pause costs in a warm process
+(CPU caches gone cold while other jobs ran). Reported per server and chunk count: the server's own
+time (``duration_ms`` of its access log) of the first request, of the after-idle ones (a start's
+median), and the median of the others between them, each the median over the starts, and their
+ratios: first against the others sent back to back, and first against the after-idle requests, the
+same work after the same pause (what the first pays once is that ratio); the worst first against
+after-idle over the starts too, and each start's ratios on a line below the table.
 
 With ``--floor`` a third server runs beside them, the same way: the floor, a bare HTTP/1.1 server
 on an asyncio loop (uvloop, as uvicorn picks it) that does what ``/v1/pack`` does in a plain
@@ -25,7 +27,7 @@ machine. Below the table, the round trip of its ``/healthz`` (a few microseconds
 the pause and back to back, seen by the client: what waking both processes costs, in µs.
 
     .venv/bin/python benchmarks/serve_first.py [--starts 5] [--requests 30] [--sizes 20,200]
-        [--budget 4000] [--idle 1] [--data FILE|DIR] [--baseline-src DIR] [--floor] [--tiny]
+        [--budget 4000] [--idle 1] [--after-idle 3] [--data FILE|DIR] [--baseline-src DIR] [--floor] [--tiny]
 """
 
 from __future__ import annotations
@@ -370,13 +372,14 @@ def round_trips(url: str, idle: float, pauses: int, between: int = 20) -> tuple[
     return statistics.median(after), statistics.median(back)
 
 
-def one_start(server: Server, bodies: list[bytes], idle: float) -> list[float]:
+def one_start(server: Server, bodies: list[bytes], idle: float, paused: int = 1) -> list[float]:
     """The server's ms for each body, sent one at a time: the first ``idle`` s after /healthz answered,
-    the last ``idle`` s after the one before it (a request after the same pause, in a warm process)."""
+    each of the last ``paused`` ``idle`` s after the one before it (requests after the same pause, in
+    a warm process)."""
     client = RawClient(server.url)
     try:
         for i, body in enumerate(bodies):
-            if i in (0, len(bodies) - 1):
+            if i == 0 or i >= len(bodies) - paused:
                 time.sleep(idle)
             status, reply = client.post("/v1/pack", body)
             if status != 200:
@@ -398,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=30)
     ap.add_argument("--sizes", default="20,200")
     ap.add_argument("--budget", type=int, default=4000)
-    ap.add_argument("--idle", type=float, default=1.0, help="seconds before the first and the last request")
+    ap.add_argument("--idle", type=float, default=1.0, help="seconds before the first and each after-idle request")
+    ap.add_argument("--after-idle", type=int, default=3, metavar="K",
+                    help="the last K requests of a start each follow such a pause (default 3)")
     ap.add_argument("--data", help="the NQ file or its folder (default: $EDGEWISE_DATA, ../shared/data)")
     ap.add_argument("--baseline-src", help="another checkout's src folder: its server is started the same way")
     ap.add_argument("--floor", action="store_true", help="a bare server doing the same packs, beside them")
@@ -415,7 +420,9 @@ def main(argv: list[str] | None = None) -> int:
         stage_server(int(port), out, http)
         return 0
     if args.tiny:
-        args.starts, args.requests, args.sizes, args.idle = 1, 4, "20", 0.1
+        args.starts, args.requests, args.sizes, args.idle, args.after_idle = 1, 4, "20", 0.1, 1
+    if not 1 <= args.after_idle <= args.requests - 2:
+        raise SystemExit(f"--after-idle must be from 1 to --requests - 2 ({args.requests - 2}), but got {args.after_idle}")
     sizes = [int(x) for x in args.sizes.split(",")]
     path = data_path("nq-open-oracle-dev.jsonl.gz", args.data)
     variants = {"server": None, **({"baseline": args.baseline_src} if args.baseline_src else {}),
@@ -434,25 +441,29 @@ def main(argv: list[str] | None = None) -> int:
                 src = variants[name]  # every server gets the same texts, each fresh to it
                 server = Started("--floor-server") if src == "floor" else Server(1, pythonpath=src)
                 try:
-                    runs[name].append(one_start(server, bodies, args.idle))
+                    runs[name].append(one_start(server, bodies, args.idle, args.after_idle))
                 finally:
                     server.stop()
         rows += [(n, name, r) for name, r in runs.items()]
     print()
     print("| server | chunks | starts | first ms | after-idle ms | others ms | first / others | "
-          "after-idle / others | worst first / others |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "after-idle / others | first / after-idle | worst first / after-idle |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     spread = []
+    k = args.after_idle
     for n, name, runs_ in rows:  # each column: the median over the starts
-        firsts, lasts = [r[0] for r in runs_], [r[-1] for r in runs_]
-        others = [statistics.median(r[1:-1]) for r in runs_]
+        firsts = [r[0] for r in runs_]
+        lasts = [statistics.median(r[-k:]) for r in runs_]  # a start's after-idle: the median of its K
+        others = [statistics.median(r[1:-k]) for r in runs_]
         ratios = [f / o for f, o in zip(firsts, others)]
+        paused = [f / a for f, a in zip(firsts, lasts)]
         first, last, other = statistics.median(firsts), statistics.median(lasts), statistics.median(others)
         print(f"| {name} | {n} | {len(runs_)} | {first:.2f} | {last:.2f} | {other:.2f} | {first / other:.2f}× | "
-              f"{last / other:.2f}× | {max(ratios):.2f}× |")
+              f"{last / other:.2f}× | {first / last:.2f}× | {max(paused):.2f}× |")
         idle = sorted(a / o for a, o in zip(lasts, others))
         spread.append(f"{name}, {n} chunks: first / others {', '.join(f'{x:.2f}×' for x in sorted(ratios))}; "
-                      f"after-idle / others {', '.join(f'{x:.2f}×' for x in idle)}")
+                      f"after-idle / others {', '.join(f'{x:.2f}×' for x in idle)}; "
+                      f"first / after-idle {', '.join(f'{x:.2f}×' for x in sorted(paused))}")
     print("\neach start (sorted):")
     print("\n".join(spread))
     if args.floor:

@@ -201,7 +201,7 @@ def _bench(name: str):
     ("serve_overhead", "| chunks | pack ms | pack+json ms | pack+orjson ms | server ms | server / pack | "
                        "server / pack+json | server / pack+orjson |"),
     ("serve_first", "| server | chunks | starts | first ms | after-idle ms | others ms | first / others | "
-                    "after-idle / others | worst first / others |"),
+                    "after-idle / others | first / after-idle | worst first / after-idle |"),
 ])
 def test_serve_benchmarks_tiny_run(capsys, name, head):
     bench, data = _bench(name)
