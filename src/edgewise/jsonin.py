@@ -3,7 +3,15 @@ refused with the byte, line or field at fault.
 
 Every item must be an object or a string, every number finite, every string valid Unicode, and
 nothing nested more than :data:`MAX_DEPTH` levels deep; the common, clean input is parsed once by
-the C decoder and walked field by field only when it may hold a bad value.
+a C decoder and walked field by field only when it may hold a bad value.
+
+The decoder is orjson where it is installed (the ``serve`` and ``ray`` extras bring it) and the text
+is long enough for it to pay (:data:`ORJSON_MIN` characters), else Python's json. orjson's value
+counts only where it is the value Python's json gives: orjson refuses ``NaN``, ``Infinity``, numbers
+beyond a float and lone surrogates (the text is then read by Python's json, whose reading names
+the field at fault), and reads an integer beyond 64 bits as a float, so a value holding a float of
+magnitude ``>= 2**63`` is read again too (it may have been such an integer). The walk that looks for
+those floats also measures the nesting, so a clean item is walked once.
 """
 
 from __future__ import annotations
@@ -58,6 +66,11 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
         return []
     parser = _Parser(source)
     if text.lstrip(" \t\r\n").startswith("["):
+        data = _quick(text)
+        if type(data) is list and all(map(_clean, data)):
+            for index, item in enumerate(data):
+                _check_item(item, f"{source} chunk #{index}", False, False)
+            return data
         data, suspect = parser.parse(text, None)
         deep = text.count("[") + text.count("{") > MAX_DEPTH
         for index, item in enumerate(data):
@@ -67,11 +80,66 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
     for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip(" \t\r"):
             continue
-        item, suspect = parser.parse(line, lineno)
-        deep = line.count("[") + line.count("{") > MAX_DEPTH
-        _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", suspect, deep)
+        item = _quick(line)
+        if item is not _UNREAD and _clean(item):
+            _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", False, False)
+        else:
+            item, suspect = parser.parse(line, lineno)
+            deep = line.count("[") + line.count("{") > MAX_DEPTH
+            _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", suspect, deep)
         items.append(item)
     return items
+
+
+#: texts at least this long are read by orjson first, where installed (below it, Python's json is as quick)
+ORJSON_MIN = 2048
+_UNREAD = object()  # what _quick returns when orjson did not read the text
+_BIG = 2.0 ** 63  # orjson reads an integer past 64 bits as a float at least this large
+_orjson: Any = None  # the module once imported; False when it is not installed
+
+
+def _quick(text: str) -> Any:
+    """orjson's value of ``text``, or ``_UNREAD`` (the text is short, orjson is not installed, or it
+    refuses the text: Python's json reads it then)."""
+    global _orjson
+    if len(text) < ORJSON_MIN or _orjson is False:
+        return _UNREAD
+    if _orjson is None:
+        try:
+            import orjson as _orjson
+        except ImportError:
+            _orjson = False
+            return _UNREAD
+    try:
+        return _orjson.loads(text)
+    except ValueError:  # orjson.JSONDecodeError: Python's json reads it, and names what is wrong
+        return _UNREAD
+
+
+def _clean(item: Any) -> bool:
+    """Whether ``item``, as orjson read it, is what Python's json reads and within the depth rule: no
+    float of magnitude ``>= 2**63`` (it may have been an integer beyond 64 bits) and no object or array
+    :data:`MAX_DEPTH` levels below the item. One pass, a level at a time."""
+    if type(item) is float:
+        return -_BIG < item < _BIG
+    level, depth = [item], 0
+    while level:
+        below = []
+        for value in level:
+            kind = type(value)
+            if kind is not dict and kind is not list:
+                continue
+            if depth == MAX_DEPTH:
+                return False
+            for child in (value.values() if kind is dict else value):
+                k = type(child)
+                if k is dict or k is list:
+                    below.append(child)
+                elif k is float and not -_BIG < child < _BIG:
+                    return False
+        level = below
+        depth += 1
+    return True
 
 
 MAX_DEPTH = 50  # levels of objects and arrays inside one chunk; real metadata needs a handful

@@ -6,6 +6,7 @@ UTF-8, empty input. The valid oddities (raw U+2028 in JSON Lines, a BOM, CRLF li
 The reading functions are also tested directly: :mod:`edgewise.cli.textio` and :func:`edgewise.jsonin.loads`.
 """
 
+import importlib.util
 import io
 import json
 import os
@@ -347,3 +348,98 @@ def test_loads_reads_back_what_json_dumps_writes(items, array, crlf, bom, ascii_
     else:
         text = "".join(json.dumps(item, ensure_ascii=ascii_only) + end for item in items)
     assert loads(("\ufeff" if bom else "") + text) == items
+
+
+# --- orjson reads long texts first: the same values and the same errors as Python's json ----------
+
+needs_orjson = pytest.mark.skipif(importlib.util.find_spec("orjson") is None, reason="orjson is not installed")
+
+
+@pytest.fixture
+def through_orjson(monkeypatch):
+    """Every text read by orjson first (it is otherwise tried from ORJSON_MIN characters on)."""
+    import edgewise.jsonin as jsonin
+
+    monkeypatch.setattr(jsonin, "ORJSON_MIN", 0)
+    return jsonin
+
+
+def _read_by_python_json(monkeypatch):
+    import edgewise.jsonin as jsonin
+
+    monkeypatch.setattr(jsonin, "ORJSON_MIN", float("inf"))
+
+
+@needs_orjson
+def test_a_long_text_is_read_by_orjson_and_gives_what_python_json_gives():
+    import edgewise.jsonin as jsonin
+
+    chunks = [{"id": f"c{i}", "text": "word " * 60, "score": i / 7, "meta": {"n": i, "tags": ["a", None, True]}}
+              for i in range(20)]
+    text = "\n".join(json.dumps(c) for c in chunks)
+    assert len(text) >= jsonin.ORJSON_MIN
+    assert loads(text) == chunks and loads(json.dumps(chunks)) == chunks
+    assert jsonin._orjson.__name__ == "orjson"  # imported by the first long text
+
+
+@needs_orjson
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 2**64, 12345678901234567890123, -(10**30)],
+                         ids=["2**63", "below-int64", "2**64", "23-digits", "-10**30"])
+def test_integers_orjson_reads_as_floats_are_read_again_exactly(through_orjson, value):
+    got = loads('{"text": "x", "meta": {"n": ' + str(value) + '}}')
+    assert got == [{"text": "x", "meta": {"n": value}}] and type(got[0]["meta"]["n"]) is int
+
+
+@needs_orjson
+@pytest.mark.parametrize(
+    "text",
+    ['{"text": "a", "score": 1' + "0" * 309 + "}", '[{"text": "a", "meta": {"x": [Infinity]}}]',
+     '[{"text": "a", "meta": {"odd key": {"\\ud800": 1}}}]', '{"text": "a", "meta": {"a": "ok", "b": NaN}}',
+     "true", "1e300", '[{"text": "a"}] [1]', "raw\ud800", '"raw\ud800"', '{"text": "a", "x": 1e999}',
+     '{"text": "x", "meta": ' + "[" * 50 + "]" * 50 + "}", '[{"text": "x", "meta": ' + "[" * 50 + "]" * 50 + "}]",
+     "[" * 5000, '{"text": "a\tb"}'],
+    ids=["310-digits", "Infinity", "surrogate-key", "NaN", "boolean", "float-item", "extra-data", "not-json",
+         "raw-surrogate", "1e999", "too-deep", "too-deep-in-array", "5000-brackets", "control-character"],
+)
+def test_a_text_orjson_reads_first_is_refused_with_python_json_s_message(through_orjson, monkeypatch, text):
+    fast = message(loads, text, "s")
+    _read_by_python_json(monkeypatch)
+    assert fast == message(loads, text, "s")
+
+
+deep_values = st.recursive(
+    st.one_of(json_text, st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+              st.floats(allow_nan=False, allow_infinity=False),
+              st.sampled_from([2.0**63, -(2.0**63), 9.223372036854775e18, 1e19])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(json_text, inner, max_size=3)),
+    max_leaves=30)
+
+
+@needs_orjson
+@settings(max_examples=int(os.environ.get("EDGEWISE_INPUT_EXAMPLES", "200")))
+@given(items=st.lists(st.one_of(json_text, st.dictionaries(json_text, deep_values, max_size=4)), min_size=1, max_size=5),
+       array=st.booleans(), nest=st.integers(0, 60))
+def test_orjson_first_or_python_json_alone_read_every_text_alike(items, array, nest):
+    import edgewise.jsonin as jsonin
+
+    if nest:  # a chunk nested near the depth limit, on either side of it
+        items = [*items, {"text": "x", "meta": json.loads("[" * nest + "]" * nest)}]
+    text = json.dumps(items) if array else "\n".join(json.dumps(i) for i in items)
+    results = []
+    for minimum in (0, float("inf")):
+        jsonin.ORJSON_MIN, saved = minimum, jsonin.ORJSON_MIN
+        try:
+            results.append(loads(text, "s"))
+        except InputError as exc:
+            results.append(str(exc))
+        finally:
+            jsonin.ORJSON_MIN = saved
+    assert results[0] == results[1]
+    assert repr(results[0]) == repr(results[1])  # ints stay ints, -0.0 stays -0.0
+
+
+def test_without_orjson_every_text_is_read_by_python_json(through_orjson, monkeypatch):
+    monkeypatch.setattr(through_orjson, "_orjson", False)  # as when the import failed
+    text = '{"text": "x", "meta": {"n": 12345678901234567890123}}\n"y"'
+    assert loads(text) == [{"text": "x", "meta": {"n": 12345678901234567890123}}, "y"]
+    assert message(loads, '{"text": "a", "x": NaN}', "s") == "s line 1 (chunk #0): x must be a finite number, but got NaN"
