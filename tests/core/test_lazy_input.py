@@ -58,7 +58,11 @@ def _result(req: dict[str, Any], chunks: list[Any]) -> Any:
         out = pack(**{**req, "chunks": chunks})
     except BudgetError as exc:
         return str(exc)
-    return out.prompt, out.messages("openai"), out.messages("anthropic"), out.debug_info.to_dict()
+    dropped = out.debug_info.dropped  # read first: built without the per-chunk records
+    debug = out.debug_info.to_dict()
+    assert dropped == debug["dropped"] == [{k: r[k] for k in ("id", "input_index", "reason")}
+                                           for r in debug["chunks"] if r["outcome"] == "dropped"]
+    return out.prompt, out.messages("openai"), out.messages("anthropic"), debug
 
 
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -77,6 +77,9 @@ def test_pack_invariants(req):
     assert sorted(outcomes) == sorted(ids)
     assert sorted(info.order) == sorted(info.placed + info.summarized + info.truncated)
     assert all(d["reason"] for d in info.dropped)
+    # read first, dropped is built without the per-chunk records: it is what those records say
+    assert info.dropped == [{"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
+                            for r in info.chunks if r["outcome"] == "dropped"]
 
     # deterministic, byte for byte
     again = pack(**req)

@@ -214,11 +214,15 @@ def packed_row(index: int | None, rid: str, packed: Any, *, chunk_records: bool 
     for name in DEBUG_FIELDS:
         if name not in ("dropped", "chunks"):
             row[name] = getattr(d, name)
-    records = d.chunks
-    # the records DebugInfo.dropped is made of (it copies their id, input_index and reason into new
-    # dicts, 0.4x the records' own cost at 200 chunks): Arrow reads only those keys of each
-    row["dropped"] = [r for r in records if r["outcome"] == "dropped"]
-    row["chunks"] = records if chunk_records else None
+    if chunk_records:
+        records = d.chunks
+        # the records DebugInfo.dropped is made of (it would copy their id, input_index and reason
+        # into new dicts): Arrow reads only those keys of each
+        row["dropped"] = [r for r in records if r["outcome"] == "dropped"]
+        row["chunks"] = records
+    else:  # the dropped chunks alone, no record built for the others
+        row["dropped"] = d.dropped
+        row["chunks"] = None
     row["sections"] = list(d.sections.items())
     row["error"] = None
     return row

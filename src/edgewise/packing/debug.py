@@ -11,6 +11,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from ..chunk import Chunk, Merged
@@ -59,6 +60,8 @@ class DebugInfo:
     scorer: str
     render_passes: int
     records: Callable[[], list[dict[str, Any]]] = field(default=list, repr=False)
+    #: the ``dropped`` list alone, without the records of every chunk (None: read off ``chunks``)
+    dropped_records: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
     #: ``summaries="llm"`` only (else None, and absent from :meth:`to_dict`): one record per chunk the
     #: model summarised, whatever its outcome, with the keys of
     #: :data:`edgewise.prune.llm_summaries.RECORD_KEYS`: ``source`` ("llm"), ``backend``, ``model``,
@@ -79,13 +82,17 @@ class DebugInfo:
         """The chunks left out: id, input index and reason, in input order."""
         built = self.__dict__.get("_dropped")
         if built is None:
-            built = self.__dict__["_dropped"] = [
-                {"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
-                for r in self.chunks if r["outcome"] == "dropped"]
+            if self.dropped_records is not None and "_chunks" not in self.__dict__:
+                built = self.dropped_records()  # the same list, without building a record per chunk
+            else:
+                built = [{"id": r["id"], "input_index": r["input_index"], "reason": r["reason"]}
+                         for r in self.chunks if r["outcome"] == "dropped"]
+            self.__dict__["_dropped"] = built
         return built
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        self.chunks  # noqa: B018 - built first: dropped is then read off the records it holds anyway
         for name in _FIELDS:
             value = getattr(self, name)
             if name == "pruned":
@@ -172,6 +179,7 @@ def build(trace: PackTrace) -> DebugInfo:
         cache_prefix_tokens=t.cache_prefix_tokens,
         strategy=t.strategy, layout=t.layout, scorer=t.scorer, render_passes=t.passes,
         records=partial(_records, rendered, t.input_index, t.ranked, *left),
+        dropped_records=partial(_dropped, t.input_index, *left[2:]),
         summaries=t.summaries,
     )
 
@@ -207,6 +215,20 @@ def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequenc
     for r in out:  # input indexes are exactly 0..n-1: place, don't sort
         ordered[r["input_index"]] = r
     return ordered
+
+
+def _dropped(input_index: Mapping[str, int], dropped: list[tuple[Chunk, str]], runs: list[Run],
+             merged: list[Merged]) -> list[dict[str, Any]]:
+    """``DebugInfo.dropped`` without the per-chunk records: id, input index and reason of each chunk
+    left out, in input order (what :func:`_records` says of them)."""
+    left = [(input_index[c.id], c.id, why) for c, why in dropped]
+    for chunks, why in runs:  # one reason for all, or one each
+        names = ids(chunks)
+        left += ([(input_index[cid], cid, why) for cid in names] if isinstance(why, str) else
+                 [(input_index[cid], cid, w) for cid, w in zip(names, why)])
+    left += [(m.index, m.id, m.reason) for m in merged]
+    left.sort(key=itemgetter(0))  # input indexes are distinct
+    return [{"id": cid, "input_index": at, "reason": why} for at, cid, why in left]
 
 
 def _summary_reason(chunk: Chunk) -> str:
