@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain, compress, repeat
+from operator import is_
 from typing import Any
 
 from .errors import InputError
@@ -66,8 +68,8 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
         return []
     parser = _Parser(source)
     if text.lstrip(" \t\r\n").startswith("["):
-        data = _quick(text)
-        if type(data) is list and all(map(_clean, data)):
+        data = quick(text)
+        if type(data) is list and all(map(clean, data)):
             for index, item in enumerate(data):
                 _check_item(item, f"{source} chunk #{index}", False, False)
             return data
@@ -80,8 +82,8 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
     for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip(" \t\r"):
             continue
-        item = _quick(line)
-        if item is not _UNREAD and _clean(item):
+        item = quick(line)
+        if item is not UNREAD and clean(item):
             _check_item(item, f"{source} line {lineno} (chunk #{len(items)})", False, False)
         else:
             item, suspect = parser.parse(line, lineno)
@@ -93,51 +95,60 @@ def loads(text: str, source: str = "<input>") -> list[Any]:
 
 #: texts at least this long are read by orjson first, where installed (below it, Python's json is as quick)
 ORJSON_MIN = 2048
-_UNREAD = object()  # what _quick returns when orjson did not read the text
+#: what :func:`quick` returns when orjson did not read the text
+UNREAD = object()
 _BIG = 2.0 ** 63  # orjson reads an integer past 64 bits as a float at least this large
+_CONTAINERS = frozenset((dict, list))
 _orjson: Any = None  # the module once imported; False when it is not installed
 
 
-def _quick(text: str) -> Any:
-    """orjson's value of ``text``, or ``_UNREAD`` (the text is short, orjson is not installed, or it
-    refuses the text: Python's json reads it then)."""
+def quick(data: str | bytes, minimum: int | None = None) -> Any:
+    """orjson's value of ``data``, or :data:`UNREAD` when orjson did not read it: shorter than
+    ``minimum`` characters (default :data:`ORJSON_MIN`), orjson not installed, or refused by it (bad
+    JSON, ``NaN``, ``1e999``, a lone surrogate, a BOM, bytes that are not UTF-8: Python's json then
+    reads it and says why). Use the value only where :func:`clean` holds."""
     global _orjson
-    if len(text) < ORJSON_MIN or _orjson is False:
-        return _UNREAD
+    if len(data) < (ORJSON_MIN if minimum is None else minimum) or _orjson is False:
+        return UNREAD
     if _orjson is None:
         try:
             import orjson as _orjson
         except ImportError:
             _orjson = False
-            return _UNREAD
+            return UNREAD
     try:
-        return _orjson.loads(text)
+        return _orjson.loads(data)
     except ValueError:  # orjson.JSONDecodeError: Python's json reads it, and names what is wrong
-        return _UNREAD
+        return UNREAD
 
 
-def _clean(item: Any) -> bool:
-    """Whether ``item``, as orjson read it, is what Python's json reads and within the depth rule: no
+def clean(value: Any) -> bool:
+    """Whether ``value``, as orjson read it, is what Python's json reads and within the depth rule: no
     float of magnitude ``>= 2**63`` (it may have been an integer beyond 64 bits) and no object or array
-    :data:`MAX_DEPTH` levels below the item. One pass, a level at a time."""
-    if type(item) is float:
-        return -_BIG < item < _BIG
-    level, depth = [item], 0
+    :data:`MAX_DEPTH` levels below it (``value`` is level 0). A level at a time, each level's values
+    read by type in C (a row of 200 chunks is three levels of a few hundred values)."""
+    kind = type(value)
+    if kind is float:
+        return -_BIG < value < _BIG
+    if kind is not dict and kind is not list:
+        return True
+    level: list[Any] = [value]
+    depth = 0
     while level:
-        below = []
-        for value in level:
-            kind = type(value)
-            if kind is not dict and kind is not list:
-                continue
-            if depth == MAX_DEPTH:
-                return False
-            for child in (value.values() if kind is dict else value):
-                k = type(child)
-                if k is dict or k is list:
-                    below.append(child)
-                elif k is float and not -_BIG < child < _BIG:
-                    return False
-        level = below
+        if depth == MAX_DEPTH:
+            return False
+        kinds = set(map(type, level))
+        if kinds == {dict}:
+            items = list(chain.from_iterable(map(dict.values, level)))
+        elif kinds == {list}:
+            items = list(chain.from_iterable(level))
+        else:
+            items = list(chain.from_iterable([v.values() if type(v) is dict else v for v in level]))
+        types = list(map(type, items))
+        found = set(types)
+        if float in found and max(map(abs, compress(items, map(is_, types, repeat(float))))) >= _BIG:
+            return False
+        level = list(compress(items, map(_CONTAINERS.__contains__, types))) if found & _CONTAINERS else []
         depth += 1
     return True
 
@@ -258,8 +269,6 @@ def _too_deep(item: Any) -> bool:
         depth += 1
     return False
 
-
-_CONTAINERS = (dict, list)
 
 
 def _explain(item: Any, where: str) -> None:

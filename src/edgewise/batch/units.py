@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from itertools import chain, compress, repeat
-from operator import is_
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..jsonin import MAX_DEPTH
+from ..jsonin import clean, quick
 from .rows import arrow_rows, parse_line
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -184,60 +182,11 @@ def _parse(raw: bytes, source: str) -> Any:
         return LineError(f"InputError: {' '.join(str(exc).splitlines())}")
 
 
-#: orjson reads an integer beyond 64 bits as a float of at least this size, where the strict reader
-#: keeps the integer (every other number orjson reads as the strict reader does: floats correctly rounded)
-_BIG_FLOAT = 2.0**63
-_CONTAINERS = frozenset((dict, list))
-_ORJSON: Any = None
-
-
 def fast_row(raw: bytes) -> dict[str, Any] | None:
     """The row of a JSON Lines line read by orjson (3x faster than the strict reader on long rows),
-    or None, and the strict reader then reads it: when orjson is not installed, when orjson refuses
-    the line (bad JSON, NaN, 1e999, a lone surrogate, a BOM, bytes that are not UTF-8: the strict
-    reader says why), when the line is no object, nests past the strict reader's depth limit, or
-    holds a float of 2**63 or more in size (what orjson makes of an integer beyond 64 bits). What it
-    returns is what the strict reader returns (a test holds the two to it).
+    or None, and the strict reader then reads it: when orjson did not read the line
+    (:func:`edgewise.jsonin.quick`), when the line is no object, or when orjson's value is not the
+    strict reader's (:func:`edgewise.jsonin.clean`). A test holds the two readers to each other.
     """
-    global _ORJSON
-    if _ORJSON is None:
-        try:
-            import orjson
-        except ImportError:
-            orjson = False
-        _ORJSON = orjson
-    if _ORJSON is False:
-        return None
-    try:
-        value = _ORJSON.loads(raw)
-    except ValueError:  # orjson.JSONDecodeError is a ValueError
-        return None
-    if type(value) is not dict or not _as_strict(value):
-        return None
-    return value
-
-
-def _as_strict(value: dict[str, Any]) -> bool:
-    """Whether ``value`` (orjson's) is what the strict reader reads: it nests at most
-    :data:`~edgewise.jsonin.MAX_DEPTH` levels (the row itself is level 0, as the strict reader
-    counts) and holds no float of :data:`_BIG_FLOAT` or more in size. A level at a time, each level's
-    values read by type in C (a row of 200 chunks is three levels of a few hundred values)."""
-    level: list[Any] = [value]
-    depth = 0
-    while level:
-        if depth == MAX_DEPTH:
-            return False
-        kinds = set(map(type, level))
-        if kinds == {dict}:
-            items = list(chain.from_iterable(map(dict.values, level)))
-        elif kinds == {list}:
-            items = list(chain.from_iterable(level))
-        else:
-            items = list(chain.from_iterable([v.values() if type(v) is dict else v for v in level]))
-        types = list(map(type, items))
-        found = set(types)
-        if float in found and max(map(abs, compress(items, map(is_, types, repeat(float))))) >= _BIG_FLOAT:
-            return False
-        level = list(compress(items, map(_CONTAINERS.__contains__, types))) if found & _CONTAINERS else []
-        depth += 1
-    return True
+    value = quick(raw, minimum=0)
+    return value if type(value) is dict and clean(value) else None
