@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -154,3 +155,25 @@ def test_registry_and_bad_options():
         get_backend("openai", base_url="localhost:8080")
     with pytest.raises(InputError, match="concurrency must be > 0, but got 0"):
         get_backend("openai", concurrency=0)
+
+
+@pytest.mark.parametrize("info", [b"CPU : AVX2 = 1 | AMX_INT8 = 1 | ", b"CPU : AVX2 = 1 | AVX512 = 1 | "],
+                         ids=["amx", "no-amx"])
+def test_a_llama_cpp_built_with_amx_is_named_before_the_first_prompt(monkeypatch, tmp_path, info):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from edgewise.prune import llm
+
+    class Loaded:  # what llama_cpp.Llama gives, without a model file
+        def __init__(self, **options):
+            self.options = options
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: info)
+    monkeypatch.setattr(llama_cpp, "Llama", Loaded)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        loaded = llm._load_llama(tmp_path / "m.gguf", 512, 1, 0)
+    assert loaded.options["model_path"] == str(tmp_path / "m.gguf")
+    assert [str(w.message) for w in said] == ([llm.AMX_NOTE] if b"AMX" in info else [])

@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -123,9 +124,28 @@ def _shared_llama(path: Path, n_ctx: int, threads: int, seed: int) -> _Loaded:
         return found
 
 
+#: said (once per process) when llama.cpp was built with its AMX kernels: on some x86-64 machines
+#: that report AMX they crash the first prompt, with no message of their own
+AMX_NOTE = ("llama.cpp was built with its AMX kernels (AMX_INT8 = 1), which crash the first prompt with a "
+            "segmentation fault on some machines; if that happens, rebuild llama-cpp-python without them "
+            "(docs/install.md, the Extras section)")
+
+
+def amx_note(system_info: str) -> str | None:
+    """:data:`AMX_NOTE` if ``system_info`` (``llama_cpp.llama_print_system_info()``) shows the AMX kernels.
+
+    >>> amx_note("CPU : AVX2 = 1 | AMX_INT8 = 1 | ") == AMX_NOTE, amx_note("CPU : AVX2 = 1 | ")
+    (True, None)
+    """
+    return AMX_NOTE if "AMX_INT8 = 1" in system_info else None
+
+
 def _load_llama(path: Path, n_ctx: int, threads: int, seed: int) -> Any:
     import llama_cpp
 
+    note = amx_note(llama_cpp.llama_print_system_info().decode("utf-8", "replace"))
+    if note:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
     log = io.StringIO()  # llama.cpp logs a context notice even with verbose=False: shown only on failure
     try:
         with contextlib.redirect_stderr(log):
