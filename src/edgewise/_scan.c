@@ -6,6 +6,8 @@
  *   (edgewise.packing.plain.rank_plain).
  * - any_in_ranges: whether a text holds a code point of a table of ranges (the characters on which a
  *   counter disagrees with tiktoken, edgewise.tokens.counters.UNEQUAL).
+ * - within: whether a parsed JSON value nests its objects and arrays less deep than a limit and holds
+ *   no float outside a bound (the limit and the bound are edgewise.jsonin's, passed in).
  *
  * Optional: setup.py builds it with optional=True, and edgewise.tokens.wordbound and edgewise.packing.plain fall
  * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
@@ -278,11 +280,63 @@ any_in_ranges(PyObject *self, PyObject *args)
     Py_RETURN_FALSE;
 }
 
+PyDoc_STRVAR(within_doc,
+"within(value, limit, bound, /)\n--\n\n"
+"Whether no dict or list of value (exact types) sits `limit` levels below it (value is level 0) and\n"
+"no float of it has a magnitude of `bound` or more. Twin: edgewise.jsonin.clean_py.");
+
+static int
+within_walk(PyObject *v, int depth, int limit, double bound)
+{
+    Py_ssize_t i, n;
+    if (PyFloat_CheckExact(v)) {
+        double x = PyFloat_AS_DOUBLE(v);
+        return x > -bound && x < bound;
+    }
+    if (PyDict_CheckExact(v)) {
+        PyObject *key, *item;
+        if (depth == limit)
+            return 0;
+        i = 0;
+        while (PyDict_Next(v, &i, &key, &item))
+            if (!within_walk(item, depth + 1, limit, bound))
+                return 0;
+        return 1;
+    }
+    if (PyList_CheckExact(v)) {
+        if (depth == limit)
+            return 0;
+        n = PyList_GET_SIZE(v);
+        for (i = 0; i < n; i++)
+            if (!within_walk(PyList_GET_ITEM(v, i), depth + 1, limit, bound))
+                return 0;
+        return 1;
+    }
+    return 1;
+}
+
+static PyObject *
+within(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *value;
+    int limit;
+    double bound;
+    if (!PyArg_ParseTuple(args, "Oid", &value, &limit, &bound))
+        return NULL;
+    if (limit < 0 || limit > 10000) {
+        PyErr_Format(PyExc_ValueError, "limit must be from 0 to 10000, but got %d", limit);
+        return NULL;
+    }
+    return PyBool_FromLong(within_walk(value, 0, limit, bound));
+}
+
 static PyMethodDef methods[] = {
     {"scan_words", scan_words, METH_VARARGS, scan_words_doc},
     {"words_over", words_over, METH_VARARGS, bound_over_doc},
     {"plain_columns", plain_columns, METH_O, plain_columns_doc},
     {"any_in_ranges", any_in_ranges, METH_VARARGS, any_in_ranges_doc},
+    {"within", within, METH_VARARGS, within_doc},
     {NULL, NULL, 0, NULL},
 };
 

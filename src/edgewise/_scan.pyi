@@ -1,4 +1,4 @@
-"""edgewise._scan: three generic passes in C (src/edgewise/_scan.c), each with its Python twin.
+"""edgewise._scan: four generic passes in C (src/edgewise/_scan.c), each with its Python twin.
 
 They read texts and plain dicts and know nothing of selection policy: which chunks are dropped and
 why is decided in :mod:`edgewise.packing.select`.
@@ -23,3 +23,7 @@ def any_in_ranges(text: str, pages: bytes, table: bytes, /) -> bool:
     """Whether ``text`` holds a code point of ``table`` (sorted (first, last) pairs of native uint32),
     ``pages`` a byte per 256 code points, nonzero where a range touches them. Twin:
     ``edgewise.tokens.counters.has_unequal_py``."""
+
+def within(value: Any, limit: int, bound: float, /) -> bool:
+    """Whether no dict or list of ``value`` (exact types) sits ``limit`` levels below it (``value`` is
+    level 0) and no float of it has a magnitude of ``bound`` or more. Twin: ``edgewise.jsonin.clean_py``."""

@@ -100,6 +100,10 @@ UNREAD = object()
 _BIG = 2.0 ** 63  # orjson reads an integer past 64 bits as a float at least this large
 _CONTAINERS = frozenset((dict, list))
 _orjson: Any = None  # the module once imported; False when it is not installed
+try:
+    from ._scan import within as _within
+except ImportError:  # not built (no C compiler at install): clean_py
+    _within = None
 
 
 def quick(data: str | bytes, minimum: int | None = None) -> Any:
@@ -125,8 +129,20 @@ def quick(data: str | bytes, minimum: int | None = None) -> Any:
 def clean(value: Any) -> bool:
     """Whether ``value``, as orjson read it, is what Python's json reads and within the depth rule: no
     float of magnitude ``>= 2**63`` (it may have been an integer beyond 64 bits) and no object or array
-    :data:`MAX_DEPTH` levels below it (``value`` is level 0). A level at a time, each level's values
-    read by type in C (a row of 200 chunks is three levels of a few hundred values)."""
+    :data:`MAX_DEPTH` levels below it (``value`` is level 0). In C where ``edgewise._scan`` is built
+    (``within``), else :func:`clean_py`.
+
+    >>> clean({"text": "a", "meta": {"n": 2.0 ** 63}}), clean({"text": "a", "score": 0.5})
+    (False, True)
+    """
+    if _within is not None:
+        return _within(value, MAX_DEPTH, _BIG)
+    return clean_py(value)
+
+
+def clean_py(value: Any) -> bool:
+    """:func:`clean` in Python: a level at a time, each level's values read by type in C (a row of 200
+    chunks is three levels of a few hundred values)."""
     kind = type(value)
     if kind is float:
         return -_BIG < value < _BIG

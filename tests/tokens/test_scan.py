@@ -166,7 +166,7 @@ def test_the_compiled_scan_knows_texts_only() -> None:
     declared = {f.name: [a.arg for a in f.args.posonlyargs] for f in stub.body if isinstance(f, ast.FunctionDef)}
     assert declared == {"scan_words": ["bridged", "texts", "order", "start", "stop", "limit"],
                         "words_over": ["text", "stop", "bridges"], "plain_columns": ["items"],
-                        "any_in_ranges": ["text", "pages", "table"]}
+                        "any_in_ranges": ["text", "pages", "table"], "within": ["value", "limit", "bound"]}
     assert sorted(name for name in vars(c) if not name.startswith("_")) == sorted(declared)
     assert inspect.signature(wordbound.scan_words_py).parameters.keys() == set(declared["scan_words"])
 
@@ -311,3 +311,39 @@ def test_c_finds_every_edge_of_every_range_in_every_string_width() -> None:
         for text in (c, "x" + c, "é" * 5 + c, "東" + c + "y", "👍" + c):
             assert counters.has_unequal(text) is inside, (hex(ord(c)), text)
     assert not counters.has_unequal("") and not counters.has_unequal("ÿ" * 100) and not counters.has_unequal("東京" * 50)
+
+
+# -- within: the check of a JSON value orjson read (edgewise.jsonin.clean) ----------------------------
+
+JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=4),
+                        st.floats(allow_nan=False), st.sampled_from([2.0**63, -(2.0**63), 9.223372036854775e18,
+                                                                     -9.223372036854775e18, 1e19, -0.0]))
+JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                                st.dictionaries(st.text(max_size=3), inner, max_size=4)),
+                           max_leaves=40)
+
+
+def _nested(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for k in range(levels):
+        value = [value] if k % 2 else {"k": value}
+    return value
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(value=JSON_VALUES, levels=st.integers(0, 60), leaf=JSON_LEAVES)
+def test_c_within_gives_what_clean_py_gives(value: Any, levels: int, leaf: Any) -> None:
+    from edgewise._scan import within
+    from edgewise.jsonin import _BIG, MAX_DEPTH, clean_py
+
+    for v in (value, _nested(levels, leaf), {"row": [value, _nested(levels, value)]}):
+        assert within(v, MAX_DEPTH, _BIG) is clean_py(v)
+
+
+def test_within_reads_the_limit_and_the_bound_it_is_given() -> None:
+    from edgewise._scan import within
+
+    assert [within(_nested(n, 1), 3, 10.0) for n in (2, 3, 4)] == [True, True, False]
+    assert [within({"a": [x]}, 50, 10.0) for x in (9.99, 10.0, -10.0, 10, "10.0")] == [True, False, False, True, True]
+    with pytest.raises(ValueError, match="limit must be from 0 to 10000, but got -1"):
+        within([], -1, 1.0)
