@@ -95,7 +95,8 @@ def test_the_first_pack_through_the_socket_does_the_work_of_a_later_one(tmp_path
     assert [p["imported"] for p in packs] == [[]] * 6
     calls = [p["calls"] for p in packs]
     later = statistics.median(calls[1:])
-    # the same calls, give or take uvicorn's 0.1 s timer firing inside a window; a route's first
-    # request without the warm-up made tens of thousands more
-    assert calls[0] <= later + 50, calls
+    # the same calls, give or take the socket reads: a body that arrives in one more read makes about
+    # 55 more calls under h11 (seen on either side of the first request), and uvicorn's 0.1 s timer may
+    # fire inside a window; a route's first request without the warm-up made tens of thousands more
+    assert calls[0] <= later + 250, calls
     assert later > 1000, calls  # the window held the request's whole work
