@@ -39,7 +39,7 @@ time between two calls on an actor (Ray Data's cost per call), and the driver's 
 workers at nice 15 unless told otherwise; here they run at this process's nice value, as the pool's
 workers do (``--ray-niceness 15`` measures Ray's default).
 
-    .venv/bin/python benchmarks/batch.py --reps 3 > docs/bench/batch-per-worker-and-ray.txt
+    .venv/bin/python benchmarks/batch.py --rows20 24000 --rows200 4800 --reps 3 > docs/bench/batch-per-worker-and-ray.txt
 """
 
 from __future__ import annotations

@@ -216,3 +216,23 @@ def test_the_truncate_tables_are_the_committed_run():
     tables = [t.strip() for t in raw.split("\n\n") if t.strip().startswith("| ")]
     doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert len(tables) == 2 and all(t in doc for t in tables)
+
+
+def test_the_batch_tables_are_the_committed_run():
+    """BENCHMARKS.md's batch section quotes benchmarks/batch.py's committed run: each way's row with
+    the raw table's cells (chunks, way, rows/s per worker, both ratios, steady rate), and the stage
+    table as printed; the targets table quotes the run's Ray ratios."""
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    raw = (ROOT / "docs" / "bench" / "batch-per-worker-and-ray.txt").read_text(encoding="utf-8")
+    ways = [[c.strip() for c in line.strip("|").split("|")] for line in raw.splitlines()
+            if line.startswith(("| 20 | ", "| 200 | ")) and line.count("|") == 11]
+    assert len(ways) == 18
+    section = doc.split("## Batch (`edgewise batch`)")[1].split("### On a cluster")[0]
+    quoted = ["| " + " | ".join(w[i] for i in (0, 2, 4, 5, 6, 7)) + " |" for w in ways]
+    assert [line for line in quoted if line not in section] == []
+    stage = raw.split("Where one worker's time goes (local x1, CPU ms per row, medians):\n\n")[1].split("\n\n")[0]
+    assert stage.strip() in section
+    ratios = dict(line.rsplit(": ", 1) for line in raw.splitlines() if "steady per worker: " in line)
+    targets = doc.split("| `edgewise batch` on Ray Data, per actor")[1].split("\n")[0]
+    assert [ratios[f"{n} chunks, ray x{a} / local x{a}, steady per worker"].replace("x", "×") in targets
+            for a in (1, 2) for n in (20, 200)] == [True] * 4
