@@ -55,6 +55,26 @@ def test_message_formats(capsys, chunks_file, fmt):
     assert code == 0 and json.loads(out) == pack("capital?", CHUNKS, budget=500).messages(fmt)
 
 
+def test_a_prompt_printed_without_its_record_says_what_was_left_out(capsys, chunks_file):
+    from edgewise import pack
+    from edgewise.cli.pack import table
+
+    args = ("pack", "-q", "capital?", "-c", chunks_file, "-b", "56", "--layout", "paper", "-t", "words")
+    packed = pack("capital?", CHUNKS, budget=56, layout="paper", tokenizer="words")
+    assert [d["id"] for d in packed.debug_info.dropped] == ["c"]
+    note = ("edgewise: 1 of 3 chunks left out of the prompt (budget 56 tokens): "
+            "--table or --format json gives each reason\n")
+    for fmt in ("text", "openai", "anthropic"):
+        code, out, err = run(capsys, *args, "-f", fmt)
+        assert (code, err) == (0, note), fmt
+    code, out, err = run(capsys, *args, "--table")
+    assert (code, out, err) == (0, packed.prompt + "\n", "\n" + table(packed) + "\n")
+    code, out, err = run(capsys, *args, "-f", "json")  # the record is in the output
+    assert (code, err) == (0, "") and json.loads(out)["debug_info"]["dropped"] == packed.debug_info.dropped
+    code, out, err = run(capsys, "pack", "-q", "capital?", "-c", chunks_file, "-b", "400")  # nothing left out
+    assert (code, err) == (0, "")
+
+
 def test_variants_and_list(capsys, chunks_file):
     code, out, _ = run(capsys, "variants", "-q", "q", "-c", chunks_file, "--key-id", "c", "-f", "json", "-t", "words")
     assert code == 0

@@ -157,6 +157,14 @@ def test_retrieve_prints_the_packed_prompt_with_the_pack_options(built):
     assert debug["pruned"], "ask and retrieve prune by default (edgewise.cli.index.ASK_DEFAULTS)"
 
 
+def test_retrieve_says_on_stderr_when_hits_are_left_out_of_the_prompt(built):
+    r = cli("retrieve", SENATOR, "--store", str(built), "--budget", "200", "--top-n", "5")
+    assert r.returncode == 0, r.stderr
+    assert "<doc " not in r.stdout  # the fixed layers leave no room for a hit
+    assert r.stderr == ("edgewise: 5 of 5 chunks left out of the prompt (budget 200 tokens): "
+                        "--table or --format json gives each reason\n")
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A real S3-compatible server (moto) on 127.0.0.1, with one bucket."""

@@ -63,14 +63,13 @@ def cmd_retrieve(a: argparse.Namespace) -> None:
     from ..index.lance import open_store
     from ..index.search import pack_hits, retrieve
     from ..packing.packer import Packer
-    from .pack import _emit, table
+    from .pack import _emit, report
 
     question = text_arg(a.question, "question") or ""
     hits = retrieve(open_store(a.store), question, top_n=a.top_n, mode=a.mode)
     packed = pack_hits(Packer(_pack_options(a), preload=False), question, hits)  # one pack: a faster counter would cost more to load than it saves
     write_out(_emit(packed, a.format))
-    if a.table:
-        print("\n" + table(packed), file=sys.stderr)
+    report(packed, a.format, a.table)
 
 
 def cmd_ask(a: argparse.Namespace) -> None:

@@ -41,6 +41,34 @@ def table(packed: Any) -> str:
     return "\n".join(lines)
 
 
+def left_out(packed: Any) -> str | None:
+    """One line for stderr when chunks were left out of a prompt printed without its debug record.
+
+    The text and message formats carry no record of the chunks that did not fit, so a prompt that
+    lost some (or all) of them says so, with where to read each reason; ``None`` when none was left
+    out.
+
+    >>> from edgewise import pack
+    >>> left_out(pack("q", ["a " * 300, "b"], budget=60, tokenizer="words", layout="paper"))
+    'edgewise: 1 of 2 chunks left out of the prompt (budget 60 tokens): --table or --format json gives each reason'
+    """
+    d = packed.debug_info
+    if not d.dropped:
+        return None
+    budget = "no budget" if d.budget is None else f"budget {d.budget} tokens"
+    total = len(d.chunks)
+    return (f"edgewise: {len(d.dropped)} of {total} chunk{'s' if total != 1 else ''} left out of the prompt ({budget}): "
+            "--table or --format json gives each reason")
+
+
+def report(packed: Any, fmt: str, show_table: bool) -> None:
+    """After the prompt, on stderr: the table when asked for, else a line if any chunk was left out."""
+    if show_table:
+        print("\n" + table(packed), file=sys.stderr)
+    elif fmt != "json" and (note := left_out(packed)) is not None:
+        print(note, file=sys.stderr)
+
+
 def _options(a: argparse.Namespace) -> Any:
     from ..options import from_args
 
@@ -52,8 +80,7 @@ def cmd_pack(a: argparse.Namespace) -> None:
 
     packed = pack(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a))
     write_out(_emit(packed, a.format))
-    if a.table:
-        print("\n" + table(packed), file=sys.stderr)
+    report(packed, a.format, a.table)
 
 
 def cmd_variants(a: argparse.Namespace) -> None:
