@@ -72,3 +72,18 @@ def test_ask_through_an_openai_compatible_server(store, tmp_path_factory):
                   "--context", "2048", "--max-tokens", "48", "--tokenizer", f"gguf:{bundled_model_path()}",
                   "--layout", "paper")
     check(out, 2048 - 48 - TEMPLATE_TOKENS)
+
+
+def test_ask_says_on_stderr_when_hits_are_left_out_and_debug_shows_why(store):
+    args = [sys.executable, "-m", "edgewise", "ask", QUESTION, "--store", str(store), "--context", "600",
+            "--max-tokens", "16", "--top-n", "8"]
+    plain = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stderr
+    debug = subprocess.run([*args, "--format", "json", "--debug"], capture_output=True, text=True, timeout=600)
+    assert debug.returncode == 0, debug.stderr
+    record = json.loads(debug.stdout)["debug_info"]
+    left = len(record["dropped"])
+    assert 0 < left < 8 and debug.stderr == ""  # --debug carries the record, so no note
+    assert plain.stderr.splitlines()[-1] == (
+        f"edgewise: {left} of 8 chunks left out of the prompt (budget {record['budget']} tokens): "
+        "--debug gives each reason")

@@ -76,7 +76,7 @@ def cmd_ask(a: argparse.Namespace) -> None:
     from ..eval.backends import get_backend
     from ..index.answer import ask
     from ..index.lance import open_store
-    from .pack import table
+    from .pack import left_out
 
     question = text_arg(a.question, "question") or ""
     store = open_store(a.store)  # a missing store fails before a model loads
@@ -87,17 +87,23 @@ def cmd_ask(a: argparse.Namespace) -> None:
         backend = get_backend("openai", base_url=a.base_url, model=options.model or a.model, api="chat",
                               api_key_env=a.api_key_env)
     answer = ask(question, store, backend, options, top_n=a.top_n, mode=a.mode, max_tokens=a.max_tokens)
-    if a.format == "json":
-        write_out(dumps(answer.to_dict(debug=a.debug)))
-        return
+    write_out(dumps(answer.to_dict(debug=a.debug)) if a.format == "json" else _shown_answer(answer, a.debug))
+    if not a.debug and (note := left_out(answer.packed, "--debug")) is not None:
+        print(note, file=sys.stderr)
+
+
+def _shown_answer(answer: Any, debug: bool) -> str:
+    """The answer, its sources and (with --debug) where every retrieved chunk went, as text."""
+    from .pack import table
+
     lines = [answer.text or "(the model gave no answer)", "", "Sources (cited):" if answer.cited else
              "Sources (in the prompt; the answer cites none):"]
     for s in answer.sources():
         where = f", page {s['page']}" if "page" in s else ""
         lines.append(f"  [{s['id']}] {s['title']}: {_shown(s['source'])}{where}, characters {s['start']}-{s['end']}")
-    if a.debug:
+    if debug:
         lines += ["", "Where every retrieved chunk went:", table(answer.packed)]
-    write_out("\n".join(lines))
+    return "\n".join(lines)
 
 
 def _shown(source: str) -> str:

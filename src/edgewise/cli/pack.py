@@ -41,12 +41,12 @@ def table(packed: Any) -> str:
     return "\n".join(lines)
 
 
-def left_out(packed: Any) -> str | None:
+def left_out(packed: Any, where: str = "--table or --format json") -> str | None:
     """One line for stderr when chunks were left out of a prompt printed without its debug record.
 
     The text and message formats carry no record of the chunks that did not fit, so a prompt that
-    lost some (or all) of them says so, with where to read each reason; ``None`` when none was left
-    out.
+    lost some (or all) of them says so, with ``where`` to read each reason; ``None`` when none was
+    left out.
 
     >>> from edgewise import pack
     >>> left_out(pack("q", ["a " * 300, "b"], budget=60, tokenizer="words", layout="paper"))
@@ -58,7 +58,7 @@ def left_out(packed: Any) -> str | None:
     budget = "no budget" if d.budget is None else f"budget {d.budget} tokens"
     total = len(d.chunks)
     return (f"edgewise: {len(d.dropped)} of {total} chunk{'s' if total != 1 else ''} left out of the prompt ({budget}): "
-            "--table or --format json gives each reason")
+            f"{where} gives each reason")
 
 
 def report(packed: Any, fmt: str, show_table: bool) -> None:
