@@ -187,8 +187,10 @@ class Merged:
 def normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged]]:
     """Validate items into Chunks and merge duplicate ids.
 
-    A duplicated id keeps the occurrence with the highest score, at the position where the id
-    was first seen; the others are returned as ``Merged`` records so nothing is lost silently.
+    A duplicated id keeps the occurrence with the highest score (the first one seen on a tie), at
+    the position where the id was first seen; the others are returned as ``Merged`` records so
+    nothing is lost silently. A record's reason says why its occurrence lost, and whether its text
+    differed from the kept one's (then that text is in no prompt).
 
     >>> chunks, merged = normalize([{"id": "a", "text": "x", "score": 0.1},
     ...                             {"id": "b", "text": "y", "score": 0.5},
@@ -207,7 +209,7 @@ def _normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged], dict[st
     slots: dict[str, int] = {}  # id -> slot in `chunks`
     chunks: list[Chunk] = []
     at: list[int] | None = None  # the input index of each slot, once a duplicate made them differ
-    merged: list[Merged] = []
+    losers: list[tuple[int, Chunk]] = []  # (input index, chunk) of each occurrence merged away
     n = 0  # len(chunks)
     for index, item in enumerate(items):
         chunk = _plain(item, index) or Chunk.from_dict(item, index)
@@ -221,26 +223,31 @@ def _normalize(items: Iterable[Any]) -> tuple[list[Chunk], list[Merged], dict[st
         if at is None:
             at = list(range(n))
         old = chunks[slot]
-        if (chunk.score if chunk.score is not None else -math.inf) > (
-            old.score if old.score is not None else -math.inf
-        ):
+        if _rank_score(chunk) > _rank_score(old):
             chunks[slot] = chunk
-            loser, winner = at[slot], index
+            losers.append((at[slot], old))
             at[slot] = index
         else:
-            loser, winner = index, at[slot]
-        merged.append(
-            Merged(chunk.id, loser, winner, f"duplicate id: merged into input #{winner}, which has the higher score")
-        )
+            losers.append((index, chunk))
     if at is None:  # the common case: no duplicates, input positions are list positions
-        return chunks, merged, slots
+        return chunks, [], slots
     # A loser may have been an earlier winner: point every record at the final survivor.
-    final = {chunk.id: index for index, chunk in zip(at, chunks)}
-    merged = [
-        Merged(m.id, m.index, final[m.id], f"duplicate id: merged into input #{final[m.id]}, which has the higher score")
-        for m in merged
-    ]
+    kept = {chunk.id: (index, chunk) for index, chunk in zip(at, chunks)}
+    merged = [Merged(c.id, i, kept[c.id][0], _merge_reason(c, *kept[c.id])) for i, c in losers]
+    merged.sort(key=lambda m: m.index)
     return chunks, merged, None
+
+
+def _rank_score(chunk: Chunk) -> float:
+    return chunk.score if chunk.score is not None else -math.inf
+
+
+def _merge_reason(lost: Chunk, kept_index: int, kept: Chunk) -> str:
+    """Why a duplicate occurrence was merged away, and whether its own text is lost with it."""
+    why = "has the higher score" if _rank_score(kept) > _rank_score(lost) else "has the same score and comes first"
+    if lost.text == kept.text:
+        return f"duplicate id: merged into input #{kept_index}, which {why}"
+    return f"duplicate id with another text: input #{kept_index} kept instead (it {why}); this text is in no prompt"
 
 
 def normalize_indexed(items: Iterable[Any]) -> tuple[list[Chunk], dict[str, int], list[Merged]]:

@@ -69,5 +69,26 @@ def test_duplicates_keep_the_highest_score_and_are_reported():
     assert [(r["input_index"], r["position"]) for r in out.debug_info.chunks if r["id"] == "a" and r["outcome"] == "placed"] == [(2, 0)]
     assert "HIGHTEXT" in out.prompt and "LOWTEXT" not in out.prompt
     assert out.debug_info.dropped == [
-        {"id": "a", "input_index": 0, "reason": "duplicate id: merged into input #2, which has the higher score"}
+        {"id": "a", "input_index": 0, "reason": "duplicate id with another text: input #2 kept instead (it has the higher score); this text is in no prompt"}
     ]
+
+
+def test_a_duplicate_says_why_it_lost_and_whether_its_text_is_gone():
+    docs = [
+        {"id": "a", "text": "same", "score": 0.2},
+        {"id": "a", "text": "same", "score": 0.2},  # a tie: the first one seen stays
+        {"id": "b", "text": "kept b", "score": 0.5},
+        {"id": "b", "text": "another b", "score": 0.5},  # a tie too, and its text is lost
+        {"id": "a", "text": "same", "score": 0.1},
+        {"id": "a", "text": "other", "score": 0.05},
+    ]
+    out = pack("q", docs, layout="layered", tokenizer="words")
+    assert out.debug_info.dropped == [
+        {"id": "a", "input_index": 1, "reason": "duplicate id: merged into input #0, which has the same score and comes first"},
+        {"id": "b", "input_index": 3, "reason": "duplicate id with another text: input #2 kept instead "
+                                               "(it has the same score and comes first); this text is in no prompt"},
+        {"id": "a", "input_index": 4, "reason": "duplicate id: merged into input #0, which has the higher score"},
+        {"id": "a", "input_index": 5, "reason": "duplicate id with another text: input #0 kept instead (it has the higher score); this text is in no prompt"},
+    ]
+    assert [r["merged_into"] for r in out.debug_info.chunks] == [None, 0, None, 2, 0, 0]
+    assert "other" not in out.prompt and "another b" not in out.prompt

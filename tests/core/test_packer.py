@@ -130,7 +130,7 @@ def test_debug_records_have_one_schema_and_true_input_indexes():
     assert [(r["id"], r["input_index"], r["outcome"], r["merged_into"]) for r in info.chunks] == [
         ("x", 0, "dropped", 2), ("y", 1, "dropped", None), ("x", 2, "placed", None), ("chunk-3", 3, "placed", None)]
     assert info.dropped == [
-        {"id": "x", "input_index": 0, "reason": "duplicate id: merged into input #2, which has the higher score"},
+        {"id": "x", "input_index": 0, "reason": "duplicate id with another text: input #2 kept instead (it has the higher score); this text is in no prompt"},
         {"id": "y", "input_index": 1, "reason": info.chunks[1]["reason"]},
     ]
     assert info.chunks[1]["reason"].startswith("does not fit: needs")
@@ -291,7 +291,7 @@ def test_the_debug_record_is_built_from_one_trace_the_packer_fills(monkeypatch):
     assert again.to_dict() == packed.debug_info.to_dict()
     assert [(r["id"], r["outcome"], r["reason"]) for r in again.chunks] == [
         ("a", "placed", "fits whole"), ("b", "dropped", "beyond top_k=3 (rank 4)"), ("c", "placed", "fits whole"),
-        ("a", "dropped", "duplicate id: merged into input #0, which has the higher score"), ("d", "truncated", "cut at a token boundary to fit")]
+        ("a", "dropped", "duplicate id with another text: input #0 kept instead (it has the higher score); this text is in no prompt"), ("d", "truncated", "cut at a token boundary to fit")]
 
 
 # -- Packer.pack_with: what variants calls ------------------------------------------------------
