@@ -8,6 +8,7 @@ a task builder that no longer builds the same examples fails here.
 
 from __future__ import annotations
 
+import gzip
 import inspect
 import json
 import re
@@ -123,4 +124,29 @@ def test_the_cost_of_writing_summaries_is_read_off_the_committed_run():
     stated = (f"{sum(fresh):.0f} s for the {len(fresh)}, {sum(fresh) / len(fresh):.1f} s a question "
               f"({min(fresh):.0f}–{max(fresh):.0f} s), about {sum(fresh) / len(fresh) / answer:.1f} times the "
               f"{answer:.1f} s of answering it")
+    assert stated in " ".join(DOC.split()), stated
+
+
+def test_what_the_wrong_kv75_answers_are_is_read_off_the_committed_run():
+    """The kinds of the baseline's wrong answers at 75 pairs, against the rows they were asked on
+    (the test slice holds the run's 100 rows of the paper's file)."""
+    results, _ = _load(RUNS / "kv75")
+    rows = [json.loads(line) for line in gzip.open(DATA / "kv-retrieval-75_keys.jsonl.gz", "rt", encoding="utf-8")]
+    kinds = {"digits": 0, "uuid": 0, "asked key": 0, "other key": 0, "value": 0, "nowhere": 0}
+    wrong = [r for r in results if r["condition"] == "baseline" and not r["correct"]]
+    for r in wrong:
+        answer, row = r["prediction"].strip().strip('"'), rows[int(r["example"].split("-")[1])]
+        assert row["value"] == r["answers"][0]  # the example is that row
+        if re.fullmatch(r"[\d\s-]+", answer):
+            kinds["digits"] += 1
+        elif re.fullmatch(r"[0-9a-f-]{36}", answer):
+            kinds["uuid"] += 1
+            keys, values = zip(*row["ordered_kv_records"])
+            kind = ("asked key" if answer == row["key"] else "other key" if answer in keys
+                    else "value" if answer in values else "nowhere")
+            kinds[kind] += 1
+    stated = (f"Of the baseline's {len(wrong)} wrong answers, {kinds['digits']} are a run of digits and "
+              f"{kinds['uuid']} are UUID-shaped: {kinds['asked key']} repeat the asked key, {kinds['other key']} "
+              f"another key, {kinds['value']} another pair's value, {kinds['nowhere']} a UUID that is nowhere in "
+              "the prompt.")
     assert stated in " ".join(DOC.split()), stated
