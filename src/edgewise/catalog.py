@@ -2,13 +2,14 @@
 
 ``pack(query, chunks, model="gpt-4o")`` counts with the model's tokenizer (``o200k_base``) and,
 without a ``budget``, packs up to its context window; the service's proxy sizes a conversation the
-same way. The built-ins are OpenAI's chat models. Add your own from a TOML or JSON file
+same way. The built-ins are OpenAI's chat models and the bundled Gemma 3 270M (``gemma-3-270m``). Add your own from a TOML or JSON file
 (:func:`load_models`), with :func:`register_model`, or from a package through the entry-point
 group ``edgewise.models`` (the object: a :class:`ModelSpec`, or a mapping of its fields).
 
 A dated snapshot resolves to its family: a name that is not registered and ends in ``-YYYY-MM-DD``
 or ``-MMDD`` (a real month and day) is looked up without that suffix (``gpt-4o-2024-08-06`` → ``gpt-4o``;
-``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``, never ``gpt-4o``). A fine-tuned model
+``gpt-4o-mini-2024-07-18`` → ``gpt-4o-mini``, never ``gpt-4o``). So does a GGUF file's name with its
+quantisation (``gemma-3-270m-q4_k_m`` → ``gemma-3-270m``, the bundled model edgewise evaluates with). A fine-tuned model
 ``ft:BASE:org::id`` resolves as ``BASE``. Snapshots whose numbers differ from their family's are
 registered under their own names (``gpt-4o-2024-05-13``, ``gpt-3.5-turbo-0613`` ...), so the rule
 never reaches them. Nothing else is guessed: any other unknown name is an error.
@@ -16,6 +17,8 @@ never reaches them. Nothing else is guessed: any other unknown name is an error.
 >>> spec = get_model("gpt-4o-2024-08-06")
 >>> spec.name, spec.tokenizer, spec.context_window, spec.max_output_tokens
 ('gpt-4o', 'o200k_base', 128000, 16384)
+>>> get_model("gemma-3-270m-q4_k_m").name
+'gemma-3-270m'
 >>> get_model("gpt-4")
 ModelSpec(name='gpt-4', tokenizer='cl100k_base', context_window=8192, max_output_tokens=8192)
 >>> try:
@@ -111,11 +114,21 @@ _BUILTIN: tuple[tuple[str, str, int, int | None], ...] = (
     ("gpt-3.5-turbo-instruct", _CL100K, 4_096, 4_096),  # docs/models/gpt-3.5-turbo-instruct
 )
 
-for _name, _tok, _window, _out in _BUILTIN:
+# Models edgewise runs itself (``edgewise eval --backend local``), so their profiles have a name to
+# belong to. Gemma 3 270M: 32K context, 8,192 output tokens (Google's Gemma 3 model card); counted
+# with its own vocabulary, read from the bundled GGUF (``gemma3``, needs the eval extra).
+BUNDLED_GEMMA = "gemma-3-270m"
+_LOCAL: tuple[tuple[str, str, int, int | None], ...] = (
+    (BUNDLED_GEMMA, "gemma3", 32_768, 8_192),
+)
+
+for _name, _tok, _window, _out in _BUILTIN + _LOCAL:
     MODELS.register(_name, ModelSpec(_name, _tok, _window, _out), source="edgewise")
 
 _MONTH, _DAY = r"(?:0[1-9]|1[0-2])", r"(?:0[1-9]|[12]\d|3[01])"  # so -0613 is a snapshot and -2024 is not
 _SNAPSHOT = re.compile(rf"-(?:20\d\d-{_MONTH}-{_DAY}|{_MONTH}{_DAY})$")
+# a GGUF file's quantisation suffix (gemma-3-270m-q4_k_m, ...-Q8_0, ...-IQ3_XS, ...-f16): the same model
+_QUANT = re.compile(r"[-.](?:i?q\d(?:_[a-z0-9]+)*|f16|f32|bf16)$", re.IGNORECASE)
 
 
 def register_model(spec: ModelSpec, *, source: str | None = None) -> ModelSpec:
@@ -152,7 +165,7 @@ def resolve_name(name: str) -> str | None:
         name = name[3:].partition(":")[0]
     if ":" not in name and _known(name):
         return name
-    family = _SNAPSHOT.sub("", name)
+    family = _SNAPSHOT.sub("", _QUANT.sub("", name))
     return family if family != name and ":" not in family and _known(family) else None
 
 

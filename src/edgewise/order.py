@@ -70,6 +70,13 @@ def edges(n: int, ctx: PlaceContext) -> list[int]:
     return list(range(0, n, 2)) + list(range(n - 1 - (n % 2 == 1), 0, -2))
 
 
+@register_order("auto")
+def auto(n: int, ctx: PlaceContext) -> list[int]:
+    """The measured profile of the model packed for (``pack(..., model=NAME)``; see
+    :mod:`edgewise.profiles`), else ``edges``. Without a model, as here, it is ``edges``."""
+    return edges(n, ctx)
+
+
 @register_order("edges-mirror")
 def edges_mirror(n: int, ctx: PlaceContext) -> list[int]:
     """LangChain's / LlamaIndex's LongContextReorder: ``edges`` for odd n, its mirror for even n."""

@@ -34,7 +34,6 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def cmd_run(a: argparse.Namespace) -> None:
-    from ..eval.backends import get_backend
     from ..eval.runner import parse_condition, run
     from ..eval.tasks import build_task
 
@@ -44,17 +43,15 @@ def cmd_run(a: argparse.Namespace) -> None:
         task_opts.update(pairs=a.pairs, generate=a.generate or None)
     elif a.task == "qa":
         task_opts.update(docs=a.docs)
+        if a.offset is not None:
+            task_opts.update(offset=a.offset)
     elif a.task == "needle":
         task_opts.update(lengths=_ints(a.lengths, "--lengths") if a.lengths else None)
     elif a.task == "custom":
         task_opts.update(layout=a.layout, metric=a.metric)
     positions = _ints(a.positions, "--positions") if a.positions else None
     task = build_task(a.task, positions=positions, **task_opts)
-    if a.backend == "local":
-        backend = get_backend("local", model_path=a.model_path, n_ctx=a.n_ctx, n_threads=a.threads)
-    else:
-        backend = get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
-                              concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
+    backend = _backend(a)
     if a.ray_address is None and a.ray_task_cpus is not None:
         raise InputError(f"--ray-task-cpus applies to a run on Ray: add --ray-address, or drop --ray-task-cpus {a.ray_task_cpus:g}")
     summary = run(task, conditions, backend, a.out, progress=False if a.quiet else None,
@@ -78,17 +75,53 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 
 def cmd_calibrate(a: argparse.Namespace) -> None:
-    from ..eval.calibrate import calibrate
+    from ..eval.calibrate import calibrate, measure
+    from ..profiles import Profile, install
 
-    prof = calibrate(a.run, a.output if a.output != "-" else None, condition=a.condition, points=a.points)
-    if a.output == "-":
-        write_out(json.dumps(prof, indent=2))
+    if a.task is not None:  # measure first: the small grid, into the run directory (resumed if it exists)
+        backend = _backend(a)
+        model = a.model_name or _catalogue_name(backend)
+        measure(a.run, backend, task=a.task, docs=a.docs, pairs=a.pairs, examples=a.examples, offset=a.offset,
+                data=a.data, positions=a.positions, prune=_numbers(a.prune, "--prune") if a.prune else (),
+                progress=False if a.quiet else None)
     else:
+        model = a.model_name
+    prof = calibrate(a.run, a.output if a.output not in ("-", None) else None, condition=a.condition,
+                     points=a.points, model=model)
+    if a.install:
+        path = install(Profile.from_dict(prof), a.profile_dir)
+        print(f"installed {path}", file=sys.stderr)
+    if a.output == "-" or (a.output is None and not a.install):
+        write_out(json.dumps(prof, indent=2))
+    elif a.output is not None:
         print(f"wrote {a.output}: accuracy {prof['accuracy']}", file=sys.stderr)
 
 
+def _numbers(text: str, what: str) -> list[float]:
+    try:
+        return [float(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise InputError(f"{what} must be comma-separated numbers, but got {text!r}") from None
+
+
+def _backend(a: argparse.Namespace) -> Any:
+    from ..eval.backends import get_backend
+
+    if a.backend == "local":
+        return get_backend("local", model_path=a.model_path, n_ctx=a.n_ctx, n_threads=a.threads)
+    return get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
+                       concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
+
+
+def _catalogue_name(backend: Any) -> str:
+    """The catalogue name a profile is filed under: the backend's model's (a GGUF file's
+    quantisation suffix resolves to its family: ``gemma-3-270m-q4_k_m`` → ``gemma-3-270m``)."""
+    from ..catalog import resolve_name
+
+    return resolve_name(backend.model) or backend.model
+
+
 def _run_args(r: argparse.ArgumentParser) -> None:
-    from ..eval.backends import backend_names
     from ..eval.tasks import task_names
 
     r.add_argument("--task", required=True, help=f"one of: {', '.join(task_names())}")
@@ -98,6 +131,8 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--generate", action="store_true", help="kv: random UUID records instead of the paper's data")
     r.add_argument("--docs", type=int, help="qa: documents per question (default 10)")
     r.add_argument("--lengths", help="needle: comma-separated context lengths in tokens (default 250,500,1000)")
+    r.add_argument("--offset", type=int, help="qa: the first built question asked (default 0): another offset asks "
+                   "other questions, e.g. to measure a profile on rows an evaluation does not report")
     r.add_argument("--data", help="data file (custom: the JSONL; kv/qa/needle: override the shared data)")
     r.add_argument("--task-layout", dest="layout", default="paper", help="custom: layout of the baseline prompt (default paper)")
     r.add_argument("--metric", default="best_subspan_em", help="custom: best_subspan_em or kv_exact")
@@ -105,18 +140,7 @@ def _run_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--max-tokens", type=int, help="answer length limit")
     r.add_argument("--condition", action="append",
                    help="baseline or edgewise:key=value,... (repeatable; default: baseline and edgewise:order=edges)")
-    r.add_argument("--backend", default="local", help=f"one of: {', '.join(backend_names())} (default local)")
-    r.add_argument("--model-path", help="local: a GGUF file (default: the bundled Gemma 3 270M)")
-    r.add_argument("--n-ctx", type=int, help="local: context window (default 8192)")
-    r.add_argument("--threads", type=int, help="local: CPU threads")
-    r.add_argument("--base-url", help="openai: endpoint, e.g. http://127.0.0.1:8080/v1")
-    r.add_argument("--model", help="openai: model name")
-    r.add_argument("--api", choices=["completions", "chat"], help="openai: endpoint kind (default completions)")
-    r.add_argument("--api-key-env", help="openai: environment variable holding the key (default OPENAI_API_KEY)")
-    r.add_argument("--concurrency", type=int, help="openai: requests at once (default 4)")
-    r.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts (default 5)")
-    r.add_argument("--backoff", type=float, help="openai: first retry wait in seconds, doubled each time (default 1)")
-    r.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+    _backend_args(r)
     r.add_argument("--ray-address", metavar="ADDR",
                    help="openai: send the requests from Ray tasks on this cluster (auto, HOST:PORT, ray://HOST:PORT, "
                         "or local to start one); --concurrency requests at once; results are stored here")
@@ -138,12 +162,46 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def _backend_args(r: argparse.ArgumentParser) -> None:
+    from ..eval.backends import backend_names
+
+    r.add_argument("--backend", default="local", help=f"one of: {', '.join(backend_names())} (default local)")
+    r.add_argument("--model-path", help="local: a GGUF file (default: the bundled Gemma 3 270M)")
+    r.add_argument("--n-ctx", type=int, help="local: context window (default 8192)")
+    r.add_argument("--threads", type=int, help="local: CPU threads")
+    r.add_argument("--base-url", help="openai: endpoint, e.g. http://127.0.0.1:8080/v1")
+    r.add_argument("--model", help="openai: model name")
+    r.add_argument("--api", choices=["completions", "chat"], help="openai: endpoint kind (default completions)")
+    r.add_argument("--api-key-env", help="openai: environment variable holding the key (default OPENAI_API_KEY)")
+    r.add_argument("--concurrency", type=int, help="openai: requests at once (default 4)")
+    r.add_argument("--retries", type=int, help="openai: retries on 429/5xx/timeouts (default 5)")
+    r.add_argument("--backoff", type=float, help="openai: first retry wait in seconds, doubled each time (default 1)")
+    r.add_argument("--timeout", type=float, help="openai: seconds per request (default 120)")
+
+
 def _calibrate_args(c: argparse.ArgumentParser) -> None:
-    c.add_argument("run", help="run directory")
-    c.add_argument("-o", "--output", default="-", help="profile JSON file (default: stdout)")
+    c.add_argument("run", help="run directory: read, or (with --task) measured into first, resuming what it holds")
+    c.add_argument("-o", "--output", default=None, help="profile JSON file ('-': stdout, the default without --install)")
+    c.add_argument("--install", action="store_true",
+                   help="put the profile in the profile directory, where order=auto finds it")
+    c.add_argument("--profile-dir", help="with --install: this directory (default $XDG_CONFIG_HOME/edgewise/profiles)")
+    c.add_argument("--model-name", help="the catalogue name the profile is for (default: the run's model; the "
+                                        "bundled Gemma's is gemma-3-270m)")
     c.add_argument("--condition", default="baseline", help="whose accuracy to use (default baseline)")
     c.add_argument("--points", type=int, help="points in the profile (default: the document count)")
-    c.set_defaults(func=cmd_calibrate)
+    m = c.add_argument_group("measure first (the small grid: the key document first, in the middle and last)")
+    m.add_argument("--task", choices=("qa", "kv"), help="measure this task into RUN before computing the profile")
+    m.add_argument("--docs", type=int, help="qa: documents per question (default 10)")
+    m.add_argument("--pairs", type=int, help="kv: records per example (default 20)")
+    m.add_argument("--examples", "-n", type=int, default=30, help="questions per position (default 30)")
+    m.add_argument("--offset", type=int, help="qa: the first built question (default 0); use rows your evaluation "
+                                              "does not report")
+    m.add_argument("--positions", help="comma-separated positions (default: first, middle and last)")
+    m.add_argument("--prune", help="comma-separated pruning thresholds to measure too (re-scored, edges), e.g. 0.05,0.3")
+    m.add_argument("--data", help="data file (qa/kv: override the shared data; your own rows as the task's format)")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    _backend_args(m)
+    c.set_defaults(func=cmd_calibrate, on_interrupt="run the same command to resume")
 
 
 def add_commands(subparsers: Any) -> None:

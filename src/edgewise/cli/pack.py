@@ -104,6 +104,24 @@ def cmd_list(a: argparse.Namespace) -> None:
 
     for kind, entries in describe().items():  # plugins say which distribution they came from
         write_out(f"{kind}: " + ", ".join(name if source == "edgewise" else f"{name} ({source})" for name, source in entries))
+    write_out(_profiles_text())
+
+
+def _profiles_text() -> str:
+    """The ``profiles:`` part of ``edgewise list``: each profile found, whether ``order=auto`` uses
+    it (or why not), and where it is; then the directories looked in and unreadable files."""
+    from ..profiles import directories, discover, table
+
+    found = discover()
+    lines = ["profiles (order=auto):" + ("" if found.profiles else " none")]
+    for row in table(found):
+        curve = " / ".join(f"{v:.0%}" for v in row["measured"])
+        use = "used" if row["used"] else f"not used: {row['why_not']}"
+        prune = f", prune {row['prune']:g}" if row["prune"] is not None else ""
+        lines.append(f"  {row['name']} [{curve}{prune}] {use} ({row['origin']}: {row['path']})")
+    lines.append("  looked in: " + ", ".join(f"{d} ({what})" for d, what in directories()))
+    lines += [f"  unreadable: {path}: {error}" for path, error in found.errors]
+    return "\n".join(lines)
 
 
 def _io_args(p: argparse.ArgumentParser) -> None:
@@ -140,4 +158,5 @@ def add_commands(subparsers: Any) -> None:
     command(subparsers, "variants", _variants_args,
             help="one prompt per position of a key chunk (position-sensitivity test)")
     command(subparsers, "list", lambda p: p.set_defaults(func=cmd_list),
-            help="list orders, layouts, scorers, tokenizers, models and the rest of the registries")
+            help="list orders, layouts, scorers, tokenizers, models, the rest of the registries, "
+                 "and the position profiles order=auto finds")

@@ -207,6 +207,7 @@ def qa_task(examples: int = 100, docs: int = 10, *, seed: int = 0, data: str | P
 
     _check_count("examples", examples)
     _check_count("docs", docs, 2)
+    check_int("offset", offset, minimum=0)
     rows = read_jsonl(data_path(NQ_FILE, data))
     if offset + examples > len(rows):
         raise InputError(f"examples must be <= {len(rows) - offset} for the NQ data file, but got {examples}")

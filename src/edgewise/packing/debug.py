@@ -68,6 +68,10 @@ class DebugInfo:
     #: ``cache_hit``, ``cache_key``, ``tokens`` (by the pack's counter), ``cut`` (the reply was cut to
     #: ``summary_tokens``) and ``note`` (a corrupt cache entry replaced, an empty reply...)
     summaries: list[dict[str, Any]] | None = None
+    #: ``order="auto"`` only (else None, and absent from :meth:`to_dict`): what placed the chunks and
+    #: why, ``{"requested": "auto", "order", "reason", "prune", "profile": {name, path, model, task,
+    #: layout, n_docs} or None}`` (see :class:`edgewise.profiles.Choice`)
+    placement: dict[str, Any] | None = None
 
     @property
     def chunks(self) -> list[dict[str, Any]]:
@@ -104,6 +108,8 @@ class DebugInfo:
             out[name] = value
         if self.summaries is not None:
             out["summaries"] = [dict(r) for r in self.summaries]
+        if self.placement is not None:
+            out["placement"] = copy.deepcopy(self.placement)
         return out
 
     def __eq__(self, other: object) -> bool:
@@ -149,6 +155,7 @@ class PackTrace:
     pruned: list[dict[str, Any]]
     runs: Sequence[Run] = ()
     summaries: list[dict[str, Any]] | None = None  # the LLM summaries' records (summaries="llm")
+    placement: dict[str, Any] | None = None  # what order="auto" chose, and why
 
 
 def build(trace: PackTrace) -> DebugInfo:
@@ -180,7 +187,7 @@ def build(trace: PackTrace) -> DebugInfo:
         strategy=t.strategy, layout=t.layout, scorer=t.scorer, render_passes=t.passes,
         records=partial(_records, rendered, t.input_index, t.ranked, *left),
         dropped_records=partial(_dropped, t.input_index, *left[2:]),
-        summaries=t.summaries,
+        summaries=t.summaries, placement=t.placement,
     )
 
 

@@ -23,6 +23,7 @@ from ..errors import BudgetError, ConfigError, InputError
 from ..layout import Item, Layout, Rendered, get_layout, hooks
 from ..options import DEFAULT_TOKENIZER, PackOptions
 from ..order import place, resolve, slot_index
+from ..profiles import choose
 from ..prune.condense import prune_step, summary_step
 from ..score import Scorer, get_scorer
 from ..score.rank import rank
@@ -194,6 +195,12 @@ class Packer:
         tok = PackCounts(shared)  # this pack's counts, over the shared cache
         resolve(opts.order)  # an unknown order fails before any work
         ranking = _rank_and_limit(query, chunks, opts, scorer)
+        placement = None
+        if opts.order == "auto":  # the model's measured profile (and the pruning it measured to pay), or edges
+            placement = choose(opts.model, lay.name, len(ranking.kept))
+            opts = opts.replace(order=placement.order)
+            if placement.prune is not None and opts.prune is None:
+                opts = opts.replace(prune=placement.prune)
 
         # prune, summarise
         key_facts = hooks.key_facts(lay, opts.high_importance_k)
@@ -227,6 +234,7 @@ class Packer:
             cache_prefix_tokens=tok.count_prefix(rendered.prompt, rendered.stable_chars), budget=opts.budget,
             tokenizer=tok.name, estimated=tok.estimated, strategy=opts.order, layout=lay.name, scorer=ranking.ranked_by,
             passes=settled.passes, pruned=pruned, summaries=summarised,
+            placement=None if placement is None else placement.to_dict(applied_prune=opts.prune),
         ))
         at = {it.id: it for it in settled.items}
         return Packed(rendered.prompt, rendered, info, tuple(at[i] for i in rendered.order if i in at))

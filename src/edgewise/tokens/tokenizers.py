@@ -361,6 +361,15 @@ def _gguf(arg: str | None) -> Tokenizer:
     return GGUFTokenizer(arg or "")
 
 
+@register_tokenizer("gemma3")
+def _gemma3(arg: str | None) -> Tokenizer:
+    """Gemma 3's vocabulary, read from the bundled Gemma 3 270M GGUF (assembled once; the eval extra)."""
+    from ..prune.llm import bundled_model_path
+    from .gguf import GGUFTokenizer
+
+    return GGUFTokenizer(str(bundled_model_path()))
+
+
 def tokenizer_names() -> list[str]:
     """The tokenizer names accepted by :func:`get_tokenizer`, with their argument (``hf:PATH``)."""
     return TOKENIZERS.display_names()
