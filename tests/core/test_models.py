@@ -28,7 +28,7 @@ CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
           {"id": "c", "text": "Bananas are yellow.", "score": 0.1}]
 
 # name: (tokenizer, context window, max output tokens), as OpenAI's model pages state them
-EXPECTED = {
+OPENAI = {
     "gpt-5": ("o200k_base", 400_000, 128_000), "gpt-5-mini": ("o200k_base", 400_000, 128_000),
     "gpt-5-nano": ("o200k_base", 400_000, 128_000),
     "gpt-4.1": ("o200k_base", 1_047_576, 32_768), "gpt-4.1-mini": ("o200k_base", 1_047_576, 32_768),
@@ -45,6 +45,9 @@ EXPECTED = {
     "gpt-3.5-turbo-16k": ("cl100k_base", 16_385, 4_096), "gpt-3.5-turbo-0613": ("cl100k_base", 4_096, 4_096),
     "gpt-3.5-turbo-0301": ("cl100k_base", 4_096, 4_096), "gpt-3.5-turbo-instruct": ("cl100k_base", 4_096, 4_096),
 }
+# the models edgewise runs itself (--backend local), as their model cards state them
+LOCAL = {"gemma-3-270m": ("gemma3", 32_768, 8_192), "qwen2.5-coder-1.5b-instruct": ("qwen2.5-coder", 32_768, 8_192)}
+EXPECTED = {**OPENAI, **LOCAL}
 
 
 @pytest.fixture
@@ -81,12 +84,12 @@ def test_the_builtins_are_exactly_the_documented_table():
 def test_each_builtin_counts_with_the_encoding_tiktoken_names_for_it():
     """tiktoken's own model table is the independent reference for the tokenizer of each model."""
     tiktoken_model = pytest.importorskip("tiktoken.model")
-    assert {n: get_model(n).tokenizer for n in EXPECTED} == {
-        n: tiktoken_model.encoding_name_for_model(n) for n in EXPECTED}
+    assert {n: get_model(n).tokenizer for n in OPENAI} == {
+        n: tiktoken_model.encoding_name_for_model(n) for n in OPENAI}
 
 
 def test_every_builtin_tokenizer_loads():
-    assert {get_tokenizer(get_model(n).tokenizer).name for n in EXPECTED} == {"o200k_base", "cl100k_base"}
+    assert {get_tokenizer(get_model(n).tokenizer).name for n in OPENAI} == {"o200k_base", "cl100k_base"}
 
 
 @pytest.mark.parametrize("name, family", [
@@ -267,7 +270,7 @@ def _errors():
          "{path}: model 'm': tokenizer must be a tokenizer spec (a non-empty string), but got 5"),
         ("m.toml", '[m]\ntokenizer = "gpt9"\ncontext_window = 100\n',
          "{path}: model 'm': tokenizer 'gpt9' is not usable: unknown tokenizer 'gpt9'; choose one of: "
-         "cl100k_base, o200k_base, words, chars, hf:PATH, gguf:PATH"),
+         "cl100k_base, o200k_base, words, chars, hf:PATH, gguf:PATH, gemma3, qwen2.5-coder"),
         ("m.toml", '[m]\ntokenizer = "gguf"\ncontext_window = 100\n',
          "{path}: model 'm': tokenizer 'gguf' is not usable: tokenizer 'gguf' needs an argument: gguf:PATH"),
         ("m.toml", '[m]\ntokenizer = "words:x"\ncontext_window = 100\n',

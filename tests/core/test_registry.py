@@ -281,7 +281,8 @@ def test_describe_lists_every_registry_with_sources():
     listed = registry.describe()
     assert list(listed) == ["orders", "layouts", "scorers", "tokenizers", "models", "backends", "tasks", "metrics"]
     assert listed["orders"] == [(n, "edgewise") for n in edgewise.order_names()]
-    assert listed["tokenizers"] == [(n, "edgewise") for n in ("cl100k_base", "o200k_base", "words", "chars", "hf:PATH", "gguf:PATH")]
+    assert listed["tokenizers"] == [(n, "edgewise") for n in ("cl100k_base", "o200k_base", "words", "chars", "hf:PATH", "gguf:PATH",
+                                                              "gemma3", "qwen2.5-coder")]
     assert listed["layouts"] == [(n, "edgewise") for n in ("sections", "layered", "paper", "kv", "template:FILE")]
     assert registry.describe(("metrics",)) == {"metrics": [("best_subspan_em", "edgewise"), ("kv_exact", "edgewise")]}
     with pytest.raises(ConfigError) as err:

@@ -4,7 +4,8 @@ and every code block of its pages runs as shown.
 The pages' blocks follow README.md's conventions (tests/docs/test_readme.py): ``console`` blocks are
 ``$ `` commands and what they print, ``python`` blocks run in this process with a ``text output``
 block after them for what they print, and shown output may skip lines with ``...``. A console
-command ending in `` &`` starts a server in the background: it must answer ``/healthz`` before the
+command ending in `` &`` starts a server in the background: it must answer ``/healthz`` (or, an
+OpenAI-compatible LLM server, ``/v1/models``) before the
 next command runs, and it is stopped when the block ends. Every block runs in a scratch folder laid
 out like a checkout, with a free port in place of the pages' 8000. Console blocks (a process per
 command) and blocks that load a model or start a pool are in ``make test``, not in the fast tier.
@@ -85,7 +86,8 @@ def checkout(tmp_path):
 
 @contextlib.contextmanager
 def background(command: str, cwd: Path, port: int):
-    """``command`` (a server) running until the block ends; it must answer ``/healthz`` within 60 s."""
+    """``command`` (a server) running until the block ends; it must answer ``/healthz`` (an LLM
+    server: ``/v1/models``) within 60 s."""
     import httpx
 
     log = cwd / f"background-{port}.log"
@@ -96,11 +98,12 @@ def background(command: str, cwd: Path, port: int):
     try:
         deadline = time.monotonic() + 60
         while True:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+            with contextlib.suppress(httpx.TransportError):  # edgewise serve's /healthz, an LLM server's /v1/models
+                if any(httpx.get(f"http://127.0.0.1:{port}{path}", timeout=2).status_code == 200
+                       for path in ("/healthz", "/v1/models")):
                     break
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"`{command}` did not answer /healthz within 60 s:\n{log.read_text(errors='replace')[-3000:]}")
+                pytest.fail(f"`{command}` did not answer /healthz or /v1/models within 60 s:\n{log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.2)
         yield
     finally:

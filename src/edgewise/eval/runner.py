@@ -158,11 +158,26 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
             # as recorded in the committed runs: sentence-prune before ranking, so re-scoring reads the pruned text
             chunks = _pruned(example.question, chunks, opts.prune, opts.prune_scorer)
             opts = opts.replace(prune=None)
+            if opts.order == "auto":  # pruned here at the condition's threshold: not again at the profile's
+                from ..profiles import choose
+
+                opts = opts.replace(order=choose(opts.model, task.layout, len(chunks)).order)
         packed = pack(example.question, chunks, opts)
     order = packed.debug_info.order
     where = order.index(example.key_id) if example.key_id in order else None
     cue = CUES[condition.options["cue"]].format(question=example.question) if "cue" in condition.options else ""
-    return Prompt(packed.prompt + cue, where, len(order), packed.debug_info.prompt_tokens)
+    return Prompt(packed.prompt + cue, where, len(order), _cl100k(packed))
+
+
+def _cl100k(packed: Any) -> int:
+    """The packed prompt's cl100k count (what the reports' "prompt tokens (cl100k)" column holds),
+    whatever tokenizer the condition packed with (a ``model=`` condition counts with the model's)."""
+    info = packed.debug_info
+    if info.tokenizer == "cl100k_base":
+        return info.prompt_tokens
+    from ..tokens.tokenizers import get_tokenizer
+
+    return get_tokenizer("cl100k_base").count(packed.prompt)
 
 
 def _pruned(query: str, chunks: list[dict[str, Any]], threshold: Any, scorer: str) -> list[dict[str, Any]]:

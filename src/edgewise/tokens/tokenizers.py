@@ -370,6 +370,15 @@ def _gemma3(arg: str | None) -> Tokenizer:
     return GGUFTokenizer(str(bundled_model_path()))
 
 
+@register_tokenizer("qwen2.5-coder")
+def _qwen25_coder(arg: str | None) -> Tokenizer:
+    """Qwen2.5-Coder's vocabulary, read from the assembled Qwen2.5-Coder 1.5B GGUF (assembled once; the qwen extra)."""
+    from ..prune.assembled import qwen_model_path
+    from .gguf import GGUFTokenizer
+
+    return GGUFTokenizer(str(qwen_model_path()))
+
+
 def tokenizer_names() -> list[str]:
     """The tokenizer names accepted by :func:`get_tokenizer`, with their argument (``hf:PATH``)."""
     return TOKENIZERS.display_names()
