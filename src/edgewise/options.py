@@ -297,7 +297,7 @@ class ListedHelp(str):
     >>> str(h)
     'placement; one of: ... (default edges)'
     >>> h.shown()[:45]
-    'placement; one of: edges, edges-mirror, relev'
+    'placement; one of: edges, auto, edges-mirror,'
     """
 
     registry: str

@@ -81,7 +81,7 @@ def test_variants_and_list(capsys, chunks_file):
     assert {k: v["debug_info"]["order"] for k, v in json.loads(out).items()} == {
         "first": ["c", "a", "b"], "middle": ["a", "c", "b"], "last": ["a", "b", "c"]}
     code, out, _ = run(capsys, "list")
-    assert out.splitlines()[0] == "orders: edges, edges-mirror, relevance, reverse, original, middle-boost, position:K|first|middle|last, calibrated:PROFILE.json"
+    assert out.splitlines()[0] == "orders: edges, auto, edges-mirror, relevance, reverse, original, middle-boost, position:K|first|middle|last, calibrated:PROFILE.json"
 
 
 @pytest.mark.parametrize(

@@ -186,7 +186,7 @@ def test_variants_put_the_key_chunk_at_each_position():
         ({"top_k": -1}, InputError, "top_k must be > 0, but got -1"),
         ({"budget": 0}, InputError, "budget must be > 0, but got 0"),
         ({"budget": 20}, BudgetError, "but budget is 20"),
-        ({"order": "sideways"}, ConfigError, "unknown order 'sideways'; choose one of: edges, edges-mirror"),
+        ({"order": "sideways"}, ConfigError, "unknown order 'sideways'; choose one of: edges, auto, edges-mirror"),
         ({"layout": "poem"}, ConfigError, "unknown layout 'poem'; choose one of: sections, layered"),
         ({"tokenizer": "gpt9"}, ConfigError, "unknown tokenizer 'gpt9'"),
         ({"scorer": "magic"}, ConfigError, "unknown scorer 'magic'; choose one of: given, bm25"),

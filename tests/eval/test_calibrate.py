@@ -18,7 +18,7 @@ import edgewise
 from edgewise.cli import main
 from edgewise.errors import ConfigError, InputError
 from edgewise.eval.calibrate import calibrate, grid, prune_gain
-from edgewise.profiles import Profile, choose, discover, install, load
+from edgewise.order.profiles import Profile, choose, discover, install, load
 
 RECORD = re.compile(r'"([0-9a-f-]{36})": "([0-9a-f-]{36})"')
 ASKED = re.compile(r'Key: "([0-9a-f-]{36})"')

@@ -45,7 +45,8 @@ def llama(tmp_path_factory):
 def proxy(llama, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("edgewise")
     models = tmp / "models.toml"
-    models.write_text(f'["{MODEL}"]\ntokenizer = "gguf:{bundled_model_path()}"\ncontext_window = {N_CTX}\n')
+    # the catalogue's gemma-3-270m, with the window this llama.cpp server was started with
+    models.write_text(f'["{MODEL}"]\ntokenizer = "gguf:{bundled_model_path()}"\ncontext_window = {N_CTX}\noverride = true\n')
     port = free_port()
     proc = start([*SERVE, "--host", "127.0.0.1", "--port", str(port), "--upstream", llama, "--models", str(models),
                   "--upstream-timeout", "120"], f"http://127.0.0.1:{port}/healthz", tmp / "edgewise.log")

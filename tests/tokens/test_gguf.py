@@ -125,11 +125,11 @@ def test_count_parts_is_the_count_of_the_joined_text(tok, nq_texts):
 
 def test_pack_with_a_gguf_model_from_a_models_file(gguf_path, tok, tmp_path, nq_texts):
     path = tmp_path / "local.json"
-    path.write_text(json.dumps({"gemma-3-270m": {"tokenizer": f"gguf:{gguf_path}", "context_window": 400}}))
+    path.write_text(json.dumps({"my-gemma": {"tokenizer": f"gguf:{gguf_path}", "context_window": 400}}))
     load_models(path)
     try:
-        assert get_model("gemma-3-270m") == ModelSpec("gemma-3-270m", f"gguf:{gguf_path}", 400)
-        packed = pack("who wrote the song?", nq_texts[200:230], model="gemma-3-270m")
+        assert get_model("my-gemma") == ModelSpec("my-gemma", f"gguf:{gguf_path}", 400)
+        packed = pack("who wrote the song?", nq_texts[200:230], model="my-gemma")
         info = packed.debug_info
         assert (info.tokenizer, info.budget, info.estimated) == (f"gguf:{gguf_path}", 400, False)
         assert info.prompt_tokens == tok.count(packed.prompt) <= 400

@@ -37,7 +37,8 @@ _STR_FIELDS = ("tokenizer", "strategy", "layout", "scorer")
 def schema() -> Any:
     """The Arrow schema of every output row: ``index``, ``id``, the packed prompt, its messages, every
     :class:`~edgewise.packing.debug.DebugInfo` field as a typed column (``chunks`` is a list of structs with
-    :data:`~edgewise.packing.debug.CHUNK_KEYS`), and ``error``."""
+    :data:`~edgewise.packing.debug.CHUNK_KEYS`), ``placement`` (what ``order="auto"`` chose and why; null
+    for every other order), and ``error``."""
     import pyarrow as pa
 
     ids = pa.list_(pa.string())
@@ -68,6 +69,11 @@ def schema() -> Any:
                                                      ("kept_chars", pa.int64()), ("score", pa.float64())]))))
         else:  # pragma: no cover - a new DebugInfo field must be given a type here
             raise TypeError(f"no Arrow type for debug field {name!r}")
+    profile = pa.struct([("name", pa.string()), ("path", pa.string()), ("model", pa.string()), ("task", pa.string()),
+                         ("layout", pa.string()), ("n_docs", pa.int64())])
+    fields.append(("placement", pa.struct([("requested", pa.string()), ("order", pa.string()), ("reason", pa.string()),
+                                           ("prune", pa.float64()), ("profile_prune", pa.float64()),
+                                           ("profile", profile)])))
     fields.append(("error", pa.string()))
     return pa.schema(fields)
 
@@ -224,6 +230,7 @@ def packed_row(index: int | None, rid: str, packed: Any, *, chunk_records: bool 
         row["dropped"] = d.dropped
         row["chunks"] = None
     row["sections"] = list(d.sections.items())
+    row["placement"] = d.placement
     row["error"] = None
     return row
 
@@ -381,4 +388,6 @@ def packed_dict(row: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"row {row.get('id')!r} was not packed: {row['error']}")
     debug = {name: row[name] for name in DEBUG_FIELDS}
     debug["sections"] = dict(debug["sections"])
+    if row.get("placement") is not None:  # order="auto" only, as in DebugInfo.to_dict()
+        debug["placement"] = row["placement"]
     return {"prompt": row["prompt"], "messages": row["messages"], "debug_info": debug}

@@ -76,7 +76,7 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 def cmd_calibrate(a: argparse.Namespace) -> None:
     from ..eval.calibrate import calibrate, measure
-    from ..profiles import Profile, install
+    from ..order.profiles import Profile, install
 
     if a.task is not None:  # measure first: the small grid, into the run directory (resumed if it exists)
         backend = _backend(a)
@@ -170,7 +170,8 @@ def _backend_args(r: argparse.ArgumentParser) -> None:
     r.add_argument("--n-ctx", type=int, help="local: context window (default 8192)")
     r.add_argument("--threads", type=int, help="local: CPU threads")
     r.add_argument("--base-url", help="openai: endpoint, e.g. http://127.0.0.1:8080/v1")
-    r.add_argument("--model", help="openai: model name")
+    r.add_argument("--model", help="openai: the endpoint's model name; local: a model edgewise assembles (gemma-3-270m, "
+                                    "the default, or qwen2.5-coder-1.5b-instruct with the qwen extra)")
     r.add_argument("--api", choices=["completions", "chat"], help="openai: endpoint kind (default completions)")
     r.add_argument("--api-key-env", help="openai: environment variable holding the key (default OPENAI_API_KEY)")
     r.add_argument("--concurrency", type=int, help="openai: requests at once (default 4)")

@@ -126,14 +126,17 @@ def _ask_options(a: argparse.Namespace) -> Any:
         if opts.model is not None:
             raise ConfigError("--model names the model of an OpenAI-compatible endpoint; the local backend runs "
                               "--model-path (default: the bundled Gemma 3 270M)")
-        from ..eval.backends import bundled_model_path
-
-        path = a.model_path or bundled_model_path()
-        tokenizer = given.get("tokenizer") or f"gguf:{path}"
         # the bundled 270M model echoes the sections layout back; the paper's short prompt it answers
         layout = opts.layout if "layout" in given else "paper"
-        return opts.replace(tokenizer=tokenizer, layout=layout,
-                            budget=opts.budget or budget_for(a.context or 4096, a.max_tokens))
+        budget = opts.budget or budget_for(a.context or 4096, a.max_tokens)
+        if a.model_path is None and "tokenizer" not in given:  # the bundled Gemma: counted with its own
+            from ..catalog import BUNDLED_GEMMA  # tokenizer, placed by its profile with --order auto
+
+            return opts.replace(model=BUNDLED_GEMMA, layout=layout, budget=budget)
+        from ..eval.backends import bundled_model_path
+
+        tokenizer = given.get("tokenizer") or f"gguf:{a.model_path or bundled_model_path()}"
+        return opts.replace(tokenizer=tokenizer, layout=layout, budget=budget)
     if opts.model is None:
         raise ConfigError("--backend openai needs --model (the endpoint's model name)")
     try:

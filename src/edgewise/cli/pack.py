@@ -38,7 +38,19 @@ def table(packed: Any) -> str:
     budget = "no budget" if d.budget is None else f"budget {d.budget}, {d.remaining_tokens} left"
     lines.append(f"prompt: {d.prompt_tokens} tokens{est} ({d.tokenizer}), {budget}; "
                  f"cache prefix {d.cache_prefix_tokens} tokens; order {d.strategy}, layout {d.layout}")
+    if (p := d.placement) is not None:  # order=auto: what placed the chunks, and why
+        lines.append(f"order auto: {p['reason']}" + _profile_prune(p))
     return "\n".join(lines)
+
+
+def _profile_prune(placement: dict[str, Any]) -> str:
+    """What became of the pruning threshold the profile measured to pay, if it has one."""
+    threshold = placement["profile_prune"]
+    if threshold is None:
+        return ""
+    if placement["prune"] == threshold:
+        return f"; pruned at {threshold:g}, the threshold the profile measured to pay"
+    return f"; pruned at {placement['prune']:g} as given, not at the profile's {threshold:g}"
 
 
 def left_out(packed: Any, where: str = "--table or --format json") -> str | None:
@@ -110,7 +122,7 @@ def cmd_list(a: argparse.Namespace) -> None:
 def _profiles_text() -> str:
     """The ``profiles:`` part of ``edgewise list``: each profile found, whether ``order=auto`` uses
     it (or why not), and where it is; then the directories looked in and unreadable files."""
-    from ..profiles import directories, discover, table
+    from ..order.profiles import directories, discover, table
 
     found = discover()
     lines = ["profiles (order=auto):" + ("" if found.profiles else " none")]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ..bundled import local_model_names, qwen_model_path
 from ..errors import BackendError
-from ..prune.assembled import local_model_names, qwen_model_path
 from ..prune.llm import (
     BUNDLED_MODEL,
     RETRY_STATUS,

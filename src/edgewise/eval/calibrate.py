@@ -79,7 +79,7 @@ def calibrate(run_dir: str | Path, out: str | Path | None = None, *, condition: 
               points: int | None = None, model: str | None = None) -> dict[str, Any]:
     """Compute a run's profile and write it to ``out`` (when given) as JSON.
 
-    The profile carries what :class:`edgewise.profiles.Profile` reads: the model's catalogue name
+    The profile carries what :class:`edgewise.order.profiles.Profile` reads: the model's catalogue name
     (``model``, default the run's model's: ``gemma-3-270m-q4_k_m`` is ``gemma-3-270m``), the task, the layout, the document count, the rows it was
     measured on and, when the run holds pruned re-scored conditions, whether pruning paid
     (:func:`prune_gain`)."""

@@ -159,7 +159,7 @@ def build_prompt(task: Task, example: Example, position: int | None, condition: 
             chunks = _pruned(example.question, chunks, opts.prune, opts.prune_scorer)
             opts = opts.replace(prune=None)
             if opts.order == "auto":  # pruned here at the condition's threshold: not again at the profile's
-                from ..profiles import choose
+                from ..order.profiles import choose
 
                 opts = opts.replace(order=choose(opts.model, task.layout, len(chunks)).order)
         packed = pack(example.question, chunks, opts)

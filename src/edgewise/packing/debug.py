@@ -70,7 +70,7 @@ class DebugInfo:
     summaries: list[dict[str, Any]] | None = None
     #: ``order="auto"`` only (else None, and absent from :meth:`to_dict`): what placed the chunks and
     #: why, ``{"requested": "auto", "order", "reason", "prune", "profile": {name, path, model, task,
-    #: layout, n_docs} or None}`` (see :class:`edgewise.profiles.Choice`)
+    #: layout, n_docs} or None}`` (see :class:`edgewise.order.profiles.Choice`)
     placement: dict[str, Any] | None = None
 
     @property

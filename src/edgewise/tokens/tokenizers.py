@@ -364,7 +364,7 @@ def _gguf(arg: str | None) -> Tokenizer:
 @register_tokenizer("gemma3")
 def _gemma3(arg: str | None) -> Tokenizer:
     """Gemma 3's vocabulary, read from the bundled Gemma 3 270M GGUF (assembled once; the eval extra)."""
-    from ..prune.llm import bundled_model_path
+    from ..bundled import bundled_model_path
     from .gguf import GGUFTokenizer
 
     return GGUFTokenizer(str(bundled_model_path()))
@@ -373,7 +373,7 @@ def _gemma3(arg: str | None) -> Tokenizer:
 @register_tokenizer("qwen2.5-coder")
 def _qwen25_coder(arg: str | None) -> Tokenizer:
     """Qwen2.5-Coder's vocabulary, read from the assembled Qwen2.5-Coder 1.5B GGUF (assembled once; the qwen extra)."""
-    from ..prune.assembled import qwen_model_path
+    from ..bundled import qwen_model_path
     from .gguf import GGUFTokenizer
 
     return GGUFTokenizer(str(qwen_model_path()))

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import ConfigError, InputError
-from .files import load_cached
-from .registry import Registry
+from ..errors import ConfigError, InputError
+from ..files import load_cached
+from ..registry import Registry
 
 T = TypeVar("T")
 
@@ -73,7 +73,7 @@ def edges(n: int, ctx: PlaceContext) -> list[int]:
 @register_order("auto")
 def auto(n: int, ctx: PlaceContext) -> list[int]:
     """The measured profile of the model packed for (``pack(..., model=NAME)``; see
-    :mod:`edgewise.profiles`), else ``edges``. Without a model, as here, it is ``edges``."""
+    :mod:`edgewise.order.profiles`), else ``edges``. Without a model, as here, it is ``edges``."""
     return edges(n, ctx)
 
 

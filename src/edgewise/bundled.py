@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import BackendError, InputError, install_hint
+from .errors import BackendError, InputError, install_hint
 
 BUNDLED_MODEL = "gemma-3-270m-q4_k_m.gguf"
 QWEN_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -38,12 +38,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .files import load_cached
+from ..errors import ConfigError
+from ..files import load_cached
 
 FORMAT = "edgewise-profile/1"
 ENV = "EDGEWISE_PROFILES"
-SHIPPED = Path(__file__).parent / "data" / "profiles"
+SHIPPED = Path(__file__).parents[1] / "data" / "profiles"
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def discover(dirs: Iterable[tuple[Path, str]] | None = None) -> Found:
 def install(profile: Profile, directory: str | Path | None = None) -> Path:
     """Write ``profile`` into the user's profile directory (or ``directory``) as ``MODEL--TASK-LAYOUT-N.json``,
     atomically; returns the path."""
-    from .files import write_atomic
+    from ..files import write_atomic
 
     target = Path(directory) if directory is not None else user_dir()
     target.mkdir(parents=True, exist_ok=True)
@@ -255,7 +255,7 @@ def choose(model: str | None, layout: str, n_chunks: int, *, found: Found | None
     """
     if model is None:
         return Choice("edges", None, "no model given (model=...): auto places by edges")
-    from .catalog import resolve_name
+    from ..catalog import resolve_name
 
     name = resolve_name(model) or model
     found = discover() if found is None else found
