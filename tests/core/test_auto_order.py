@@ -66,8 +66,8 @@ def test_a_profile_measured_with_another_layout_and_count_is_used_and_the_reason
     path = write_profile(dirs[0])
     packed = edgewise.pack(QUERY, CHUNKS[:3], model="gpt-4o", order="auto", layout="layered")
     assert packed.debug_info.to_dict()["placement"] == placement(
-        path, "profile gpt-4o/qa-paper-4 (measured with layout 'paper'; the model has none for 'layered'), "
-              "measured at 4 documents, placed 3 chunks")
+        path, "profile gpt-4o/qa-paper-4 (measured with layout 'paper'; the model has none for 'layered'; "
+              "measured at 4 documents, placed 3 chunks)")
 
 
 def test_a_profile_within_its_noise_is_not_used(dirs):
@@ -75,10 +75,23 @@ def test_a_profile_within_its_noise_is_not_used(dirs):
     packed = auto()
     assert packed.debug_info.order == PLACED_BY_EDGES
     assert packed.debug_info.to_dict()["placement"] == placement(
-        path, "profile gpt-4o/qa-paper-4 not used: its best place (3, 70% [35-100%]) and worst (1, 10% [0-45%]) "
-              "overlap: the difference is within its noise; auto places by edges", order="edges")
+        path, "profile gpt-4o/qa-paper-4: placement not used, its best place (3, 70% [35-100%]) and worst "
+              "(1, 10% [0-45%]) overlap: the difference is within its noise; auto places by edges", order="edges")
     edges = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", order="edges", layout="paper")
     assert (packed.prompt, without_placement(packed)) == (edges.prompt, edges.debug_info.to_dict())
+
+
+def test_a_profile_within_its_noise_still_prunes_when_its_pruning_paid(dirs):
+    path = write_profile(dirs[0], profile(half=0.35, prune=PAYS))
+    packed = auto(prune_scorer="lexical")
+    placed = packed.debug_info.to_dict()["placement"]
+    assert placed == placement(
+        path, "profile gpt-4o/qa-paper-4: placement not used, its best place (3, 70% [35-100%]) and worst "
+              "(1, 10% [0-45%]) overlap: the difference is within its noise; auto places by edges", order="edges",
+        prune=0.3, profile_prune=0.3)
+    pruned = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", order="edges", layout="paper", prune=0.3,
+                           prune_scorer="lexical")
+    assert (packed.prompt, without_placement(packed)) == (pruned.prompt, pruned.debug_info.to_dict())
 
 
 def test_without_a_model_auto_is_edges_and_says_why(dirs):
@@ -146,8 +159,8 @@ def test_pruning_measured_with_another_layout_is_not_applied(dirs):
     path = write_profile(dirs[0], profile(prune=PAYS))  # measured with layout paper
     packed = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", order="auto", layout="layered", prune_scorer="lexical")
     assert packed.debug_info.to_dict()["placement"] == placement(
-        path, "profile gpt-4o/qa-paper-4 (measured with layout 'paper'; the model has none for 'layered'); "
-              "its pruning (0.3) is for its own layout, not applied")
+        path, "profile gpt-4o/qa-paper-4 (measured with layout 'paper'; the model has none for 'layered'; "
+              "its pruning (0.3) is for its own layout, not applied)")
     assert (packed.debug_info.order, packed.debug_info.pruned) == (PLACED_BY_LAST_BEST, [])
 
 

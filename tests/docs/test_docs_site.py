@@ -44,6 +44,9 @@ MORE_NEEDS = [
     ("--engine ray", "slow", ("ray",), "ray"),
     ("edgewise retrieve", "models", ("lancedb", "onnxruntime"), "index"),
     ("eval run", "slow", ("llama_cpp",), "eval"),
+    ("eval calibrate", "slow", ("llama_cpp",), "eval"),
+    ("llama_cpp.server", "slow", ("llama_cpp",), "eval"),
+    ('model="gemma-3-270m"', "slow", ("llama_cpp",), "eval"),  # counted with Gemma's own vocabulary
     ("index_paths", "models", ("lancedb", "onnxruntime"), "index"),
     ("edgewise.batch", "slow", ("pyarrow",), "ray"),  # a process pool: seconds
 ]

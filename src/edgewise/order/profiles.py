@@ -16,7 +16,8 @@ Profiles are found, first match wins for a name, in:
    Gemma 3 270M on rows no evaluation reports.
 
 A profile is used only when its own measurement says something: the 95% intervals of its best and
-worst places must not overlap. Otherwise the differences are within its noise and ``edges`` places.
+worst places must not overlap. Otherwise the differences are within its noise and ``edges`` places
+(the pruning it measured to pay, a test of its own, still applies).
 
 >>> p = Profile.from_dict({"model": "m", "task": "qa", "layout": "paper", "n_docs": 3,
 ...     "accuracy": [0.2, 0.1, 0.5], "measured": [
@@ -247,8 +248,9 @@ def choose(model: str | None, layout: str, n_chunks: int, *, found: Found | None
 
     Among the model's profiles: the layout's before others, then the task family ``qa`` before
     others, then the document count nearest ``n_chunks`` (the larger on a tie). A profile within
-    its noise is not used. A profile's pruning threshold applies only to its own layout: placement
-    carries over to another layout, sentence pruning measured on one prompt format does not.
+    its noise does not place (``edges`` does), but its pruning, tested on its own, still applies. A
+    profile's pruning threshold applies only to its own layout: placement carries over to another
+    layout, sentence pruning measured on one prompt format does not.
 
     >>> choose(None, "paper", 5).reason
     'no model given (model=...): auto places by edges'
@@ -264,18 +266,21 @@ def choose(model: str | None, layout: str, n_chunks: int, *, found: Found | None
         where = ", ".join(str(d) for d, _ in directories())
         return Choice("edges", None, f"no profile for model {name!r} (looked in {where}): auto places by edges")
     best = min(mine, key=lambda p: (p.layout != layout, p.task != "qa", abs(p.n_docs - n_chunks), -p.n_docs, p.name))
-    noise = best.noise()
-    if noise is not None:
-        return Choice("edges", best, f"profile {best.name} not used: {noise}; auto places by edges")
-    why, prune = f"profile {best.name}", best.prune_threshold()
+    prune = best.prune_threshold()
+    notes = []
     if best.layout != layout:
-        why += f" (measured with layout {best.layout!r}; the model has none for {layout!r})"
+        notes.append(f"measured with layout {best.layout!r}; the model has none for {layout!r}")
         if prune is not None:
-            why += f"; its pruning ({prune:g}) is for its own layout, not applied"
+            notes.append(f"its pruning ({prune:g}) is for its own layout, not applied")
             prune = None
     if best.n_docs != n_chunks:
-        why += f", measured at {best.n_docs} documents, placed {n_chunks} chunks"
-    return Choice(f"calibrated:{best.path}", best, why, prune)
+        notes.append(f"measured at {best.n_docs} documents, placed {n_chunks} chunks")
+    tail = f" ({'; '.join(notes)})" if notes else ""
+    noise = best.noise()
+    if noise is not None:  # its places say nothing; its pruning test stands on its own
+        return Choice("edges", best, f"profile {best.name}: placement not used, {noise}; auto places by edges{tail}",
+                      prune)
+    return Choice(f"calibrated:{best.path}", best, f"profile {best.name}{tail}", prune)
 
 
 def table(found: Found | None = None) -> list[dict[str, Any]]:
