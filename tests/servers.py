@@ -137,3 +137,39 @@ def lance_rest(tmp: Path) -> Iterator[str]:
         yield url
     finally:
         stop(proc)
+
+
+class FakeCompletions:
+    """An OpenAI-compatible ``/v1/completions`` endpoint in this process, on 127.0.0.1: each prompt is
+    answered with ``answer(prompt)`` after ``delay`` seconds; ``prompts`` counts the requests."""
+
+    def __init__(self, answer: Any, delay: float = 0.0) -> None:
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from threading import Thread
+
+        outer = self
+        self.prompts = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
+                outer.prompts += 1
+                time.sleep(delay)
+                body = json.dumps({"choices": [{"text": answer(prompt)}],
+                                   "usage": {"prompt_tokens": len(prompt) // 4}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.httpd.shutdown()

@@ -272,7 +272,7 @@ def describe(kinds: tuple[str, ...] | None = None) -> dict[str, list[tuple[str, 
     """Every registry's ``(listed name, source)`` pairs, by kind; loads plugins.
 
     >>> describe(("orders",))["orders"][:2]
-    [('edges', 'edgewise'), ('edges-mirror', 'edgewise')]
+    [('edges', 'edgewise'), ('auto', 'edgewise')]
     """
     out = {}
     for kind in kinds or tuple(_KINDS):

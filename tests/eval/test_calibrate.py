@@ -9,8 +9,6 @@ profile can be asserted.
 
 import json
 import re
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
 
 import pytest
 
@@ -20,45 +18,22 @@ from edgewise.errors import ConfigError, InputError
 from edgewise.eval.calibrate import calibrate, grid, prune_gain
 from edgewise.order.profiles import Profile, choose, discover, install, load
 
+from ..servers import FakeCompletions
+
 RECORD = re.compile(r'"([0-9a-f-]{36})": "([0-9a-f-]{36})"')
 ASKED = re.compile(r'Key: "([0-9a-f-]{36})"')
 
 
-class LastRecordLLM:
-    """/v1/completions on 127.0.0.1: the value of the asked key if its record is the last one."""
-
-    def __init__(self) -> None:
-        outer = self
-        self.prompts = 0
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["prompt"]
-                outer.prompts += 1
-                records = RECORD.findall(prompt)
-                asked = ASKED.search(prompt).group(1)
-                text = records[-1][1] if records and records[-1][0] == asked else "unknown"
-                body = json.dumps({"choices": [{"text": text}], "usage": {"prompt_tokens": len(prompt) // 4}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
+def last_record(prompt: str) -> str:
+    """What a model that reads only the last record says: the asked key's value if its record is last."""
+    records = RECORD.findall(prompt)
+    asked = ASKED.search(prompt).group(1)
+    return records[-1][1] if records and records[-1][0] == asked else "unknown"
 
 
 @pytest.fixture()
 def llm():
-    server = LastRecordLLM()
+    server = FakeCompletions(last_record)
     yield server
     server.close()
 

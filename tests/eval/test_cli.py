@@ -8,48 +8,18 @@ import signal
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
 
 import pytest
 
 from ..conftest import DATA
+from ..servers import FakeCompletions
 
 pytestmark = pytest.mark.slow  # subprocesses and a paced loopback LLM: seconds each
 
 
-class SlowLLM:
-    """An OpenAI-compatible /completions endpoint on loopback that answers after a short wait."""
-
-    def __init__(self, delay: float) -> None:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers["Content-Length"]))
-                time.sleep(outer.delay)
-                body = json.dumps({"choices": [{"text": "an answer"}], "usage": {"prompt_tokens": 5}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.delay = delay
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-
-
 @pytest.fixture()
 def llm():
-    server = SlowLLM(0.2)
+    server = FakeCompletions(lambda prompt: "an answer", delay=0.2)
     yield server
     server.close()
 

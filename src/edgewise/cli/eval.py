@@ -27,10 +27,14 @@ from .lazy import command
 
 
 def _ints(text: str, what: str) -> list[int]:
+    return _listed(text, what, int, "integers")
+
+
+def _listed(text: str, what: str, kind: Any, plural: str) -> list[Any]:
     try:
-        return [int(p) for p in text.split(",") if p.strip()]
+        return [kind(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        raise InputError(f"{what} must be comma-separated integers, but got {text!r}") from None
+        raise InputError(f"{what} must be comma-separated {plural}, but got {text!r}") from None
 
 
 def cmd_run(a: argparse.Namespace) -> None:
@@ -98,10 +102,7 @@ def cmd_calibrate(a: argparse.Namespace) -> None:
 
 
 def _numbers(text: str, what: str) -> list[float]:
-    try:
-        return [float(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise InputError(f"{what} must be comma-separated numbers, but got {text!r}") from None
+    return _listed(text, what, float, "numbers")
 
 
 def _backend(a: argparse.Namespace) -> Any:
