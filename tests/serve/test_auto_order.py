@@ -1,5 +1,6 @@
 """``order: "auto"`` over HTTP: ``/v1/pack`` with a ``model`` option, and the proxy, where the
-request's own ``model`` field names the model whose profile places the documents (no client change).
+request's own ``model`` field names the model whose profile places the documents; with
+``edgewise serve --order auto`` a request that names no order is placed so too (no client change).
 
 A real ``edgewise serve --upstream`` process on 127.0.0.1 in front of the loopback fake of
 ``tests/proxy_upstream.py``, started with ``$EDGEWISE_PROFILES`` naming a directory that holds a
@@ -10,15 +11,19 @@ library gives in this process with the same directories.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 import edgewise
+from edgewise.order import ORDERS
 from edgewise.serve.conversation import prepare
 
-from ..position_profiles import CHUNKS, PLACED_BY_LAST_BEST, QUERY, placement, write_profile
+from ..position_profiles import CHUNKS, PLACED_BY_EDGES, PLACED_BY_LAST_BEST, QUERY, placement, write_profile
 from ..proxy_upstream import FakeOpenAI, start_proxy
-from ..servers import stop
+from ..servers import free_port, stop
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -50,6 +55,14 @@ def upstream():
 @pytest.fixture(scope="module")
 def server(upstream, profiles, tmp_path_factory):
     proc, base = start_proxy(tmp_path_factory.mktemp("serve"), upstream.url, env=profiles[0])
+    yield base
+    stop(proc)
+
+
+@pytest.fixture(scope="module")
+def auto_server(upstream, profiles, tmp_path_factory):
+    """The same server started with ``--order auto``: the order of every request that names none."""
+    proc, base = start_proxy(tmp_path_factory.mktemp("serve-auto"), upstream.url, "--order", "auto", env=profiles[0])
     yield base
     stop(proc)
 
@@ -95,6 +108,92 @@ def test_proxy_packs_a_response_by_the_request_s_model(server, upstream, same_en
     expected = edgewise.pack(QUERY, CHUNKS, model="gpt-4o-2024-08-06", budget=budget, **OPTIONS)
     assert expected.debug_info.order == PLACED_BY_LAST_BEST
     assert last_body(upstream) == {"model": "gpt-4o-2024-08-06", "max_output_tokens": 50, "input": expected.prompt}
+
+
+# -- edgewise serve --order: the order of a request that names none ----------------------------------
+
+SECTIONS_REASON = "profile gpt-4o/qa-paper-4 (measured with layout 'paper'; the model has none for 'sections')"
+
+
+def _pack(base: str, options: dict) -> dict:
+    r = httpx.post(base + "/v1/pack", json={"query": QUERY, "chunks": CHUNKS, "options": options}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_an_auto_server_packs_a_request_that_names_only_the_model_by_its_profile(auto_server, same_env):
+    got = _pack(auto_server, {"model": "gpt-4o"})
+    assert got == edgewise.pack(QUERY, CHUNKS, model="gpt-4o", order="auto").to_dict()
+    assert (got["debug_info"]["order"], got["debug_info"]["placement"]) == (
+        PLACED_BY_LAST_BEST, placement(same_env, SECTIONS_REASON))
+
+
+def test_a_request_s_own_order_wins_over_the_server_s(auto_server, same_env):
+    got = _pack(auto_server, {"model": "gpt-4o", "order": "edges"})
+    assert got == edgewise.pack(QUERY, CHUNKS, model="gpt-4o", order="edges").to_dict()
+    assert got["debug_info"]["order"] == PLACED_BY_EDGES
+    assert "placement" not in got["debug_info"]  # no auto: no placement record
+
+
+def test_without_order_the_server_places_a_request_that_names_none_by_edges(server, same_env):
+    got = _pack(server, {"model": "gpt-4o"})
+    assert got == edgewise.pack(QUERY, CHUNKS, model="gpt-4o").to_dict()
+    assert got["debug_info"]["order"] == PLACED_BY_EDGES
+
+
+def test_an_auto_server_packs_a_chat_completion_with_only_model_and_documents_by_the_profile(
+        auto_server, upstream, same_env):
+    body = {"model": "gpt-4o", "max_tokens": 50, "messages": [{"role": "user", "content": QUERY}],
+            "edgewise": {"documents": CHUNKS}}
+    r = httpx.post(auto_server + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    budget = int(r.headers["x-edgewise-documents-budget"])
+    expected = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", budget=budget, order="auto")
+    assert (expected.debug_info.order, expected.debug_info.to_dict()["placement"]) == (
+        PLACED_BY_LAST_BEST, placement(same_env, SECTIONS_REASON))
+    sent = {"model": "gpt-4o", "max_tokens": 50, "messages": [{"role": "user", "content": expected.prompt}]}
+    assert last_body(upstream) == sent
+    assert r.json()["received"] == sent
+
+
+def test_an_auto_server_packs_a_response_with_only_model_and_documents_by_the_profile(auto_server, upstream, same_env):
+    body = {"model": "gpt-4o", "max_output_tokens": 50, "input": QUERY, "edgewise": {"documents": CHUNKS}}
+    r = httpx.post(auto_server + "/v1/responses", json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    budget = int(r.headers["x-edgewise-documents-budget"])
+    expected = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", budget=budget, order="auto")
+    assert expected.debug_info.order == PLACED_BY_LAST_BEST
+    assert last_body(upstream) == {"model": "gpt-4o", "max_output_tokens": 50, "input": expected.prompt}
+
+
+def test_a_proxy_request_s_own_order_wins_over_the_server_s(auto_server, upstream, same_env):
+    body = {"model": "gpt-4o", "max_tokens": 50, "messages": [{"role": "user", "content": QUERY}],
+            "edgewise": {"documents": CHUNKS, "order": "edges", "debug": True}}
+    r = httpx.post(auto_server + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 200, r.text
+    budget = int(r.headers["x-edgewise-documents-budget"])
+    expected = edgewise.pack(QUERY, CHUNKS, model="gpt-4o", budget=budget, order="edges")
+    sent = {"model": "gpt-4o", "max_tokens": 50, "messages": [{"role": "user", "content": expected.prompt}]}
+    assert last_body(upstream) == sent
+    assert r.json()["edgewise"]["pack"] == expected.debug_info.to_dict()
+    assert r.json()["edgewise"]["pack"]["order"] == PLACED_BY_EDGES
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgewise", "serve", "--port", str(free_port()), *args],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "EDGEWISE_API_KEY": ""})
+
+
+def test_an_unknown_order_stops_the_start_with_one_line():
+    proc = _serve("--order", "nope")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"edgewise: error: unknown order 'nope'; choose one of: {', '.join(ORDERS.display_names())}\n")
+
+
+def test_a_default_order_that_reads_a_file_outside_the_assets_stops_the_start():
+    proc = _serve("--order", "calibrated:profile.json")
+    assert proc.returncode != 0
+    assert "order 'calibrated:profile.json' reads a file, and this server reads none" in proc.stderr
 
 
 # -- the plan, no HTTP -------------------------------------------------------------------------------

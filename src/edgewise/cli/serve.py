@@ -9,10 +9,11 @@ operator's guide. The API key is read from the environment (``EDGEWISE_API_KEY``
 >>> parser = argparse.ArgumentParser(prog="edgewise")
 >>> add_commands(parser.add_subparsers(dest="command"))
 >>> build_named(parser, ["serve"])
->>> a = parser.parse_args(["serve", "--port", "9000", "--preload", "dense,bm25", "--cors-origin", "https://a.example"])
+>>> a = parser.parse_args(["serve", "--port", "9000", "--preload", "dense,bm25", "--cors-origin", "https://a.example",
+...                        "--order", "auto"])
 >>> c = config_from_args(a, environ={})
->>> c.port, c.preload, c.cors_origins, c.api_key
-(9000, ('dense', 'bm25'), ('https://a.example',), None)
+>>> c.port, c.preload, c.cors_origins, c.api_key, c.order
+(9000, ('dense', 'bm25'), ('https://a.example',), None, 'auto')
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
         upstream_timeout_s=a.upstream_timeout, models_file=a.models, history_share=a.history_share,
         log_bodies=a.log_bodies, threads=a.threads, queue=a.queue, max_asset_bytes=a.max_asset_bytes, http=a.http,
         max_header_bytes=a.max_header_bytes, max_headers=a.max_headers, header_timeout_s=a.header_timeout,
-        keep_alive_s=a.keep_alive, max_connections=a.max_connections,
+        keep_alive_s=a.keep_alive, max_connections=a.max_connections, order=a.order,
     )
 
 
@@ -65,8 +66,28 @@ def cmd_serve(a: argparse.Namespace) -> None:
     run(config_from_args(a), log_level=a.log_level)
 
 
+def _connection_args(conn: Any, d: Any) -> None:
+    """The HTTP connection limits (uvicorn's, per process); ``d`` holds the defaults."""
+    from ..serve.config import HTTP_PARSERS
+
+    conn.add_argument("--http", default=d.http, choices=HTTP_PARSERS,
+                      help="HTTP/1.1 parser: httptools where installed (auto, the default) or h11; the limits hold for both")
+    conn.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
+                      help=f"request line and headers, in bytes (431; default {d.max_header_bytes})")
+    conn.add_argument("--max-headers", type=int, default=d.max_headers,
+                      help=f"most header lines per request (431; default {d.max_headers})")
+    conn.add_argument("--header-timeout", type=float, default=d.header_timeout_s,
+                      help=f"seconds for the request line and headers to arrive, else the connection is closed "
+                           f"(default {d.header_timeout_s:g})")
+    conn.add_argument("--keep-alive", type=float, default=d.keep_alive_s,
+                      help=f"seconds an idle connection stays open between requests (default {d.keep_alive_s:g})")
+    conn.add_argument("--max-connections", type=int, default=d.max_connections,
+                      help=f"open connections; past it the oldest idle one is closed (default {d.max_connections})")
+
+
 def _serve_args(p: argparse.ArgumentParser) -> None:
-    from ..serve.config import API_KEY_ENV, HTTP_PARSERS, ServeConfig
+    from ..options import option_argument
+    from ..serve.config import API_KEY_ENV, ServeConfig
 
     d = ServeConfig(api_key=None)
     p.add_argument("--host", default=d.host, help=f"address to listen on (default {d.host}: this machine only)")
@@ -90,20 +111,10 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help=f"seconds a request may take: its body (408), then its work (504) (default {d.timeout_s:g})")
     p.add_argument("--max-asset-bytes", type=int, default=d.max_asset_bytes,
                    help=f"largest template or profile read from --assets, in bytes (422; default {d.max_asset_bytes})")
-    conn = p.add_argument_group("connections (uvicorn; per process)")
-    conn.add_argument("--http", default=d.http, choices=HTTP_PARSERS,
-                      help="HTTP/1.1 parser: httptools where installed (auto, the default) or h11; the limits hold for both")
-    conn.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
-                      help=f"request line and headers, in bytes (431; default {d.max_header_bytes})")
-    conn.add_argument("--max-headers", type=int, default=d.max_headers,
-                      help=f"most header lines per request (431; default {d.max_headers})")
-    conn.add_argument("--header-timeout", type=float, default=d.header_timeout_s,
-                      help=f"seconds for the request line and headers to arrive, else the connection is closed "
-                           f"(default {d.header_timeout_s:g})")
-    conn.add_argument("--keep-alive", type=float, default=d.keep_alive_s,
-                      help=f"seconds an idle connection stays open between requests (default {d.keep_alive_s:g})")
-    conn.add_argument("--max-connections", type=int, default=d.max_connections,
-                      help=f"open connections; past it the oldest idle one is closed (default {d.max_connections})")
+    option_argument(p, "order", "--order", default=d.order,
+                    help="placement of every request that names no order (a request's own order wins); auto: by the "
+                         "measured profile of the request's model; one of: {names}")
+    _connection_args(p.add_argument_group("connections (uvicorn; per process)"), d)
     p.add_argument("--api-key-env", default=API_KEY_ENV, metavar="NAME",
                    help=f"environment variable holding the bearer token clients must send (default {API_KEY_ENV}; "
                         "unset or empty: no auth)")

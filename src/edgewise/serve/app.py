@@ -89,6 +89,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if scorer is None:
             raise ConfigError(f"--preload takes a scorer (bm25, dense, cross:PATH ...), but got {spec!r}")
         scorers.append((spec, scorer))
+    resolve_spec("orders", config.order, app.state.assets)  # a default calibrated:FILE outside --assets stops the start
     tok = packer.tokenizer(packer.options)
     tok.count("warm up")  # the default tokenizer's tables
     if (speed_up := getattr(tok, "speed_up", None)) is not None:

@@ -5,9 +5,14 @@ reads it. With several uvicorn workers each worker process builds its app from t
 (:meth:`ServeConfig.to_env` / :meth:`ServeConfig.from_env`); the API key itself is never written
 there, only the name of the variable that holds it.
 
->>> c = ServeConfig(port=9000, max_chunks=50, api_key=None)
->>> ServeConfig.from_env({ENV_VAR: c.to_env(), "EDGEWISE_API_KEY": ""}) == c
-True
+>>> c = ServeConfig(port=9000, max_chunks=50, order="auto", api_key=None)
+>>> back = ServeConfig.from_env({ENV_VAR: c.to_env(), "EDGEWISE_API_KEY": ""})
+>>> back == c, back.order
+(True, 'auto')
+>>> ServeConfig(order="nope")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+edgewise.errors.ConfigError: unknown order 'nope'; choose one of: edges, auto, ...
 >>> ServeConfig(max_chunks=0)
 Traceback (most recent call last):
 ...
@@ -34,6 +39,16 @@ HTTP_PARSERS = ("auto", "h11", "httptools")
 
 def _key_from_env(name: str = API_KEY_ENV) -> str | None:
     return os.environ.get(name) or None
+
+
+def _check_order(order: str) -> None:
+    """``order`` as the option checks it, and a name the orders registry knows (with the argument
+    it declares): else the one-line error that lists the known ones."""
+    from ..options import PackOptions
+    from ..order import resolve
+
+    PackOptions(order=order)
+    resolve(order)
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,7 @@ class ServeConfig:
     header_timeout_s: float = 10.0  # request line and headers must arrive within it: else closed
     keep_alive_s: float = 5.0  # an idle connection between requests is closed after it
     max_connections: int = 1000  # open connections per process; past it the oldest idle one is closed
+    order: str = "edges"  # the placement of every request that names no order (a request's own order wins)
 
     def __post_init__(self) -> None:
         check_int("port", self.port, minimum=0, error=ConfigError)
@@ -78,6 +94,7 @@ class ServeConfig:
         if self.http not in HTTP_PARSERS:
             raise ConfigError(f"http must be one of {', '.join(HTTP_PARSERS)}, but got {self.http!r}")
         check_number("history_share", self.history_share, low=0, high=1, what="a share in [0, 1]", error=ConfigError)
+        _check_order(self.order)
         if self.assets is not None:
             if not isinstance(self.assets, Path):
                 object.__setattr__(self, "assets", Path(self.assets))

@@ -112,10 +112,10 @@ class Upstream:
         return self.relay(upstream, extra)
 
     async def _plan(self, request: Request, body: dict[str, Any], plan_of: Callable[..., Any]) -> Any:
-        from .assets import resolve_options
         from .errors import ApiError
         from .limits import check_request, count_chars
         from .metrics import SCOPE_KEY
+        from .work import request_options
 
         state, config = request.app.state, self.config
 
@@ -123,7 +123,7 @@ class Upstream:
             return plan_of(body, history_share=config.history_share, packer=getattr(state, "packer", None),
                            check=lambda docs, opts: check_request(docs, count_chars(opts), max_chunks=config.max_chunks,
                                                                   max_chars=config.max_chars),
-                           resolve=lambda opts: resolve_options(opts, getattr(state, "assets", None)))
+                           resolve=lambda opts: request_options(opts, getattr(state, "assets", None), config.order))
 
         try:
             # packing, as every endpoint's work: the same pool and queue (503 when full), 504 past the deadline

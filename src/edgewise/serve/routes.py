@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -122,7 +123,7 @@ def api_router() -> APIRouter:
     @r.post("/pack", response_model=PackResult, responses=_ERRORS, summary="Pack chunks for a query into a prompt")
     async def pack(request: Request, body: PackRequest) -> Response:
         """The JSON `edgewise pack --format json` prints: the prompt, its chat messages and the debug info."""
-        return await run(request, work.pack, body)
+        return await run(request, partial(work.pack, order=request.app.state.config.order), body)
 
     @r.post("/variants", response_model=dict[str, PackResult], responses=_ERRORS,
             summary="One prompt per position of a key chunk")

@@ -4,7 +4,9 @@ These are plain synchronous functions of validated request bodies, returning JSO
 :mod:`edgewise.serve.routes` runs them in worker threads. The output of each is what the
 matching command prints with ``--format json`` (``/v1/pack`` ↔ ``edgewise pack --format json``,
 ``/v1/score`` ↔ ``edgewise score``...). File-backed specs are resolved inside the assets
-directory first (:mod:`edgewise.serve.assets`), and named relative to it again in the reply.
+directory first (:mod:`edgewise.serve.assets`), and named relative to it again in the reply. A
+request that names no ``order`` is placed by the server's (``edgewise serve --order``): the pack
+options of ``/v1/pack`` and of the proxy's routes go through :func:`request_options`.
 
 >>> from edgewise.packing.packer import Packer
 >>> out = pack(Packer(preload=False), PackRequest(query="q", chunks=["a", "b"], options={"tokenizer": "words"}), None)
@@ -14,6 +16,7 @@ directory first (:mod:`edgewise.serve.assets`), and named relative to it again i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -36,10 +39,23 @@ def _packed_dict(packed: Any, messages_format: str, assets: Assets | None) -> di
     return out
 
 
-def pack(packer: Packer, req: PackRequest, assets: Assets | None) -> dict[str, Any]:
-    """``edgewise pack --format json``: ``{"prompt", "messages", "debug_info"}``."""
+def request_options(options: Mapping[str, Any], assets: Assets | None, order: str | None = None) -> dict[str, Any]:
+    """A request's pack options as the server packs with them: ``order``, the server's, where the
+    request names none (its own always wins), then file-backed specs resolved inside ``assets``.
+
+    >>> request_options({"model": "gpt-4o"}, None, order="auto"), request_options({"order": "edges"}, None, order="auto")
+    ({'model': 'gpt-4o', 'order': 'auto'}, {'order': 'edges'})
+    """
+    if order is not None and "order" not in options:
+        options = {**options, "order": order}
+    return resolve_options(options, assets)
+
+
+def pack(packer: Packer, req: PackRequest, assets: Assets | None, *, order: str | None = None) -> dict[str, Any]:
+    """``edgewise pack --format json``: ``{"prompt", "messages", "debug_info"}`` (``order``: the
+    server's, for a request that names none)."""
     PackOptions.from_dict(req.options)  # the options' own messages first, before any path is resolved
-    opts = PackOptions.from_dict(resolve_options(req.options, assets))
+    opts = PackOptions.from_dict(request_options(req.options, assets, order))
     return _packed_dict(packer.pack(req.query, req.chunks, opts), req.messages_format, assets)
 
 
