@@ -23,7 +23,7 @@ PRUNE_HELP = ("keep only sentences scoring at least this threshold, in [0, 1]. W
               "benchmarks/retrieve_retention.py on 500 held-out NaturalQuestions questions (BENCHMARKS.md): 0.05 keeps "
               "99.8% of the answers the unpruned prompt holds and saves 2.4% of the tokens at --budget 2000, 31.3% when "
               "the budget holds every hit; 0.1 keeps 98.8% and saves 8.2% (40.5%); 0.3 keeps 87.3%. Answers given differ: "
-              "the bundled Gemma 3 270M answered 15-18% of NQ at 20 documents pruned at 0.3, 13% at 0.05, 11% "
+              "the bundled Gemma 3 270M answered 15% to 18% of NQ at 20 documents pruned at 0.3, 13% at 0.05, 11% "
               "unpruned (EVALUATION.md). --prune 0 keeps every sentence")
 
 
