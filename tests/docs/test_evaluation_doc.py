@@ -173,3 +173,18 @@ def test_no_hit_of_the_qwen_pilot_is_a_restated_question():
     stated = f"None of the pilot's {len(hits)} hits is of that kind"
     assert stated in " ".join(DOC.split()), stated
     assert f"its {closed} closed-book hits" in " ".join(DOC.split())
+
+
+def test_an_incomplete_run_is_named_with_the_command_that_resumes_it():
+    """A run still growing is kept in docs/eval/incomplete/NAME (no table quotes it); the document
+    names it and shows the command that resumes it, whose -o is that folder."""
+    incomplete = ROOT / "docs" / "eval" / "incomplete"
+    for run in sorted(p for p in incomplete.iterdir() if p.is_dir()) if incomplete.is_dir() else []:
+        where = f"docs/eval/incomplete/{run.name}"
+        assert f"`{where}`" in DOC, f"{where} is not named in EVALUATION.md"
+        assert f"-o {where}\n" in DOC, f"EVALUATION.md shows no command that resumes {where}"
+        stated = " ".join(DOC.split())
+        conditions = json.loads((run / "run.json").read_text(encoding="utf-8"))["conditions"]
+        shown = [c for c in conditions if f"--condition {c.lower()}" in stated.lower()
+                 or f"--condition {c}" in stated]
+        assert len(shown) >= 1, f"the command shown for {where} names none of its conditions {conditions}"
