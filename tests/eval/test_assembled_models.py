@@ -20,6 +20,8 @@ from edgewise.eval.backends import get_backend
 from edgewise.prune import llm
 from edgewise.prune.llm import LocalBackend
 
+from .fakes import UnloadedLlama
+
 CONTENT = b"".join(f"<{n}>".encode() for n in range(1, 23))  # what part1 ... part22 concatenate to
 
 
@@ -183,14 +185,7 @@ def test_model_and_model_path_together_is_an_error(tmp_path):
 def test_the_backend_runs_the_named_model_and_is_keyed_by_its_file(tmp_path, monkeypatch):
     llama_cpp = pytest.importorskip("llama_cpp")
 
-    class Loaded:  # what llama_cpp.Llama gives, without loading the file
-        def __init__(self, **options):
-            self.options = options
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(llama_cpp, "Llama", Loaded)
+    monkeypatch.setattr(llama_cpp, "Llama", UnloadedLlama)
     monkeypatch.setattr(llm, "_LOADED", {})
     asked = []
     fake = tmp_path / assembled.QWEN_MODEL

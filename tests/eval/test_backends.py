@@ -17,6 +17,8 @@ import pytest
 from edgewise.errors import ConfigError, InputError
 from edgewise.eval.backends import BackendError, OpenAIBackend, backend_names, get_backend
 
+from .fakes import UnloadedLlama
+
 
 class Scripted:
     """A tiny OpenAI-compatible server: pops (status, headers, body) per request, records requests."""
@@ -163,15 +165,8 @@ def test_a_llama_cpp_built_with_amx_is_named_before_the_first_prompt(monkeypatch
     llama_cpp = pytest.importorskip("llama_cpp")
     from edgewise.prune import llm
 
-    class Loaded:  # what llama_cpp.Llama gives, without a model file
-        def __init__(self, **options):
-            self.options = options
-
-        def close(self):
-            pass
-
     monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: info)
-    monkeypatch.setattr(llama_cpp, "Llama", Loaded)
+    monkeypatch.setattr(llama_cpp, "Llama", UnloadedLlama)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         loaded = llm._load_llama(tmp_path / "m.gguf", 512, 1, 0)
