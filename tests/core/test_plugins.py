@@ -85,10 +85,12 @@ def test_edgewise_list_shows_plugins_and_their_source(sites):
     def line(kind: str, entries: list[tuple[str, str]]) -> str:
         return f"{kind}: " + ", ".join(n if s == "edgewise" else f"{n} ({s})" for n, s in entries)
 
+    from edgewise.cli.pack import _profiles_text
+
     expected = [line(kind, entries + DEMO_ENTRIES[kind]) for kind, entries in describe().items()]
     done = run([sites["demo"]], "-m", "edgewise", "list")
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.splitlines() == expected
+    assert done.stdout.splitlines() == expected + _profiles_text().splitlines()  # then the position profiles
 
 
 def test_pack_uses_a_plugin_order_layout_scorer_and_tokenizer(sites):
