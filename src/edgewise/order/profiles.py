@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -296,5 +296,5 @@ def table(found: Found | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-__all__: Sequence[str] = ("Profile", "Choice", "Found", "load", "discover", "install", "choose", "table",
-                          "directories", "user_dir", "SHIPPED", "ENV")
+__all__ = ["Profile", "Choice", "Found", "load", "discover", "install", "choose", "table", "directories", "user_dir",
+           "SHIPPED", "ENV"]
