@@ -11,6 +11,7 @@ import pytest
 import edgewise
 from edgewise.cli import build_parser, main
 from edgewise.cli.pack import table
+from edgewise.order import profiles as profiles_module
 
 from ..position_profiles import CHUNKS, PLACED_BY_LAST_BEST, QUERY, placement, profile, write_profile
 
@@ -23,7 +24,7 @@ def dirs(tmp_path, monkeypatch):
         d.mkdir()
     monkeypatch.setenv("EDGEWISE_PROFILES", str(env))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    monkeypatch.setattr("edgewise.order.profiles.SHIPPED", shipped)
+    monkeypatch.setattr(profiles_module, "SHIPPED", shipped)
     return env, config / "edgewise" / "profiles", shipped
 
 

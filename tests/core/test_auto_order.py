@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 import edgewise
+from edgewise.order import profiles as profiles_module
 from edgewise.order.profiles import SHIPPED, discover
 
 from ..position_profiles import (
@@ -199,7 +200,7 @@ def test_the_environment_s_directory_shadows_the_user_s(dirs):
 
 def test_a_shipped_profile_places_when_no_directory_has_one(dirs, tmp_path, monkeypatch):
     shipped = tmp_path / "shipped"
-    monkeypatch.setattr("edgewise.order.profiles.SHIPPED", shipped)
+    monkeypatch.setattr(profiles_module, "SHIPPED", shipped)
     path = write_profile(shipped)
     packed = auto()
     assert packed.debug_info.order == PLACED_BY_LAST_BEST
