@@ -167,7 +167,7 @@ def test_grid_and_bad_calibration_input(tmp_path, llm):
     from edgewise.eval.calibrate import measure
 
     backend = get_backend("openai", base_url=llm.url, model="gpt-4o")
-    with pytest.raises(InputError, match=r"calibration measures task qa or kv, but got 'needle'"):
+    with pytest.raises(InputError, match=r"calibration measures task qa, kv or custom, but got 'needle'"):
         measure(tmp_path, backend, task="needle")
     with pytest.raises(InputError, match=r"each prune threshold must be in \[0, 1\], but got 1.5"):
         measure(tmp_path, backend, task="kv", pairs=6, prune=(1.5,))
@@ -176,3 +176,21 @@ def test_grid_and_bad_calibration_input(tmp_path, llm):
     assert llm.prompts == 0
     with pytest.raises(InputError, match=r"run directory '.*nope' does not exist"):
         calibrate(tmp_path / "nope")
+
+
+def test_calibrate_measures_your_own_rows(tmp_path, llm, capsys):
+    from edgewise.eval.tasks import build_task
+
+    kv = build_task("kv", examples=20, pairs=6)
+    rows = tmp_path / "mine.jsonl"
+    rows.write_text("".join(json.dumps({"question": ex.question, "answers": ex.answers, "chunks": ex.chunks,
+                                        "key_id": ex.key_id}) + "\n" for ex in kv.examples))
+    args = ["eval", "calibrate", str(tmp_path / "run"), "--task", "custom", "--data", str(rows), "--task-layout", "kv",
+            "--metric", "kv_exact", "--examples", "20", "--backend", "openai", "--base-url", llm.url, "--model", "gpt-4o",
+            "--quiet", "-o", "-"]
+    assert main(args) == 0
+    prof = json.loads(capsys.readouterr().out)
+    assert llm.prompts == 60
+    assert ({k: prof[k] for k in ("model", "task", "layout", "n_docs")}, [m["accuracy"] for m in prof["measured"]]) == (
+        {"model": "gpt-4o", "task": "custom", "layout": "kv", "n_docs": 6}, [0.0, 0.0, 1.0])
+    assert prof["rows"]["task_params"] == {"data": str(rows), "examples": 20, "metric": "kv_exact"}

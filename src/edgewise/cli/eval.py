@@ -87,7 +87,7 @@ def cmd_calibrate(a: argparse.Namespace) -> None:
         model = a.model_name or _catalogue_name(backend)
         measure(a.run, backend, task=a.task, docs=a.docs, pairs=a.pairs, examples=a.examples, offset=a.offset,
                 data=a.data, positions=a.positions, prune=_numbers(a.prune, "--prune") if a.prune else (),
-                progress=False if a.quiet else None)
+                progress=False if a.quiet else None, layout=a.layout, metric=a.metric)
     else:
         model = a.model_name
     prof = calibrate(a.run, a.output if a.output not in ("-", None) else None, condition=a.condition,
@@ -192,7 +192,8 @@ def _calibrate_args(c: argparse.ArgumentParser) -> None:
     c.add_argument("--condition", default="baseline", help="whose accuracy to use (default baseline)")
     c.add_argument("--points", type=int, help="points in the profile (default: the document count)")
     m = c.add_argument_group("measure first (the small grid: the key document first, in the middle and last)")
-    m.add_argument("--task", choices=("qa", "kv"), help="measure this task into RUN before computing the profile")
+    m.add_argument("--task", choices=("qa", "kv", "custom"),
+                   help="measure this task into RUN before computing the profile (custom: your rows, --data FILE)")
     m.add_argument("--docs", type=int, help="qa: documents per question (default 10)")
     m.add_argument("--pairs", type=int, help="kv: records per example (default 20)")
     m.add_argument("--examples", "-n", type=int, default=30, help="questions per position (default 30)")
@@ -200,7 +201,10 @@ def _calibrate_args(c: argparse.ArgumentParser) -> None:
                                               "does not report")
     m.add_argument("--positions", help="comma-separated positions (default: first, middle and last)")
     m.add_argument("--prune", help="comma-separated pruning thresholds to measure too (re-scored, edges), e.g. 0.05,0.3")
-    m.add_argument("--data", help="data file (qa/kv: override the shared data; your own rows as the task's format)")
+    m.add_argument("--data", help="data file (qa/kv: override the shared data; custom: your JSONL of question, answers, "
+                                  "chunks, key_id)")
+    m.add_argument("--task-layout", dest="layout", default="paper", help="custom: layout of the prompt (default paper)")
+    m.add_argument("--metric", default="best_subspan_em", help="custom: best_subspan_em or kv_exact")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     _backend_args(m)
     c.set_defaults(func=cmd_calibrate, on_interrupt="run the same command to resume")

@@ -153,10 +153,13 @@ def grid(prune: Sequence[float] = ()) -> list[str]:
 
 def measure(run_dir: str | Path, backend: Any, *, task: str = "qa", docs: int | None = None, pairs: int | None = None,
             examples: int = 30, offset: int | None = None, data: str | None = None, positions: str | None = None,
-            prune: Sequence[float] = (), progress: bool | None = None) -> Any:
+            prune: Sequence[float] = (), progress: bool | None = None, layout: str = "paper",
+            metric: str = "best_subspan_em") -> Any:
     """Run the small calibration grid (:func:`grid`) of ``task`` against ``backend`` into ``run_dir``:
     the key document first, in the middle and last (or ``positions``), ``examples`` questions each.
-    An existing run directory is resumed. Returns the runner's summary."""
+    ``task="custom"`` measures your own rows (``data``: the JSONL of ``edgewise eval run --task
+    custom``, in ``layout``, scored by ``metric``). An existing run directory is resumed. Returns the
+    runner's summary."""
     from ..order import slot_index
     from .runner import parse_condition, run
     from .tasks import build_task
@@ -168,8 +171,12 @@ def measure(run_dir: str | Path, backend: Any, *, task: str = "qa", docs: int | 
         opts.update(pairs=pairs)
         if offset:
             raise InputError(f"offset applies to task qa, but got task {task!r} with offset {offset}")
+    elif task == "custom":
+        opts.update(layout=layout, metric=metric)
+        if offset:
+            raise InputError(f"offset applies to task qa, but got task {task!r} with offset {offset}")
     else:
-        raise InputError(f"calibration measures task qa or kv, but got {task!r}")
+        raise InputError(f"calibration measures task qa, kv or custom, but got {task!r}")
     for t in prune:
         if not 0 <= t <= 1:
             raise InputError(f"each prune threshold must be in [0, 1], but got {t:g}")
