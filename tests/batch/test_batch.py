@@ -53,7 +53,7 @@ def requests(nq_rows, n, chunks=8):
     return rows
 
 
-# Bad rows, each with the error its cell must hold ({index}: its input index)
+# Bad rows, each with the error its cell must hold, after its class and the file and row it is about
 BAD = [
     ('{"query": "q", "chunks": ["a"], "colour": "red"}',
      "InputError: unknown row key 'colour'; a row has: id, query, chunks, options"),
@@ -63,9 +63,9 @@ BAD = [
     ('{"id": [1], "query": "q", "chunks": ["a"]}', "InputError: id must be a string or an integer, but got an array"),
     ('{"query": "q", "chunks": ["a"], "options": {"budgt": 5}}', None),  # unknown option: message from PackOptions
     ('{"query": "q", "chunks": ["a"], "options": {"budget": 5}}', None),  # budget too small: message from pack()
-    ('{"query": "q", "chunks": [', "InputError: {path} row {index}: invalid JSON (Expecting value at column 27)"),
+    ('{"query": "q", "chunks": [', "InputError: invalid JSON (Expecting value at column 27)"),
     ('[{"query": "q", "chunks": ["a"]}]',
-     "InputError: {path} row {index}: a row must be a JSON object with query and chunks, but got an array"),
+     "InputError: a row must be a JSON object with query and chunks, but got an array"),
     ('"q"', "InputError: a row must be a JSON object with query and chunks, but got a string"),
 ]
 
@@ -89,14 +89,16 @@ def write_jsonl(path, rows, bad=()):
 
 
 def expected_rows(rows, bad=(), path=""):
-    """What pack() in a loop gives for each row, as the packed_dict of its output row, or its error."""
+    """What pack() in a loop gives for each row, as the packed_dict of its output row, or its error
+    (naming the file ``path`` and the row)."""
     out = []
     for i, row in enumerate(rows):
         packed = edgewise.pack(row["query"], row["chunks"], JOB, **(row.get("options") or {}))
         out.append((i, row.get("id", str(i)), packed.to_dict(), None))
     for k, (line, message) in enumerate(bad):
         index = len(rows) + k
-        message = _expected_error(line) if message is None else message.format(path=path, index=index)
+        kind, why = (_expected_error(line) if message is None else message).split(": ", 1)
+        message = f"{kind}: {path} row {index}: {why}"
         out.append((index, str(index), None, message))
     return out
 
@@ -143,7 +145,7 @@ def test_process_pool_matches_the_loop(nq_rows, tmp_path):
     path = write_jsonl(tmp_path / "in.jsonl", rows, BAD[:3])
     summary = run(path, tmp_path / "out", JOB, engine="local", concurrency=2, rows_per_unit=5, chunk_records=True)
     assert (summary.rows, summary.errors, summary.concurrency) == (63, 3, 2)
-    assert_same(read_output(summary.files), expected_rows(rows, BAD[:3]))
+    assert_same(read_output(summary.files), expected_rows(rows, BAD[:3], str(path)))
 
 
 def test_parquet_and_directory_input(nq_rows, tmp_path):

@@ -105,11 +105,14 @@ def _stop_at(src, out, units, sig):
     return code, err_path.read_text()
 
 
-def _assert_unfinished(out):
+def _assert_unfinished(out, killed=False):
+    """The folder of a stopped job; one killed by ``kill -9`` also holds its lock file (the lock
+    itself went with the process; a job that stopped on its own removed the file)."""
     manifest = json.loads((out / "_edgewise_batch.json").read_text())
     assert manifest["state"] == "running"
     assert not (out / "part-00000.parquet").exists()
-    assert sorted(p.name for p in out.iterdir()) == [".units", "_edgewise_batch.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".units", "_edgewise_batch.json"] + (
+        ["_edgewise_batch.lock"] if killed else [])
     assert all(f.name.startswith("unit-") for f in (out / ".units").iterdir())
 
 
@@ -138,7 +141,7 @@ def test_kill_9_mid_job_then_resume_is_one_uninterrupted_run(big_input, referenc
     out = tmp_path / "out"
     code, _ = _stop_at(big_input, out, units, signal.SIGKILL)
     assert code == -signal.SIGKILL
-    _assert_unfinished(out)
+    _assert_unfinished(out, killed=True)
     summary = _resume_and_compare(big_input, out, reference)
     assert summary["resumed_rows"] % PER_UNIT == 0 and summary["resumed_rows"] >= units * PER_UNIT
 

@@ -46,7 +46,8 @@ def test_a_budget_too_large_for_int64_is_an_error_cell_and_the_rest_is_written(t
     out = pq.read_table(tmp_path / "out").to_pylist()
     nulls = {name: None for name in schema().names}
     assert out[1] == {**nulls, "index": 1, "id": "g1", "error": (
-        "OutputError: budget must be an integer within int64 (< 2**63), but got 9223372036854775808")}
+        f"OutputError: {tmp_path / 'in.jsonl'} row 1: budget must be an integer within int64 (< 2**63), but got "
+        "9223372036854775808")}
     assert [(r["index"], r["id"], packed_dict(r)) for r in (out[0], out[2])] == [
         (0, "g0", _expected_good(0)), (2, "g2", _expected_good(2))]
     manifest = json.loads((tmp_path / "out" / "_edgewise_batch.json").read_text())
@@ -56,7 +57,7 @@ def test_a_budget_too_large_for_int64_is_an_error_cell_and_the_rest_is_written(t
 
 
 @pytest.mark.parametrize("row, error", [
-    ({"options": {"budget": -BIG - 1}}, "InputError: budget must be > 0, but got -9223372036854775809"),
+    ({"options": {"budget": -BIG - 1}}, "InputError: {path} row 1: budget must be > 0, but got -9223372036854775809"),
     ({"options": {"budget": 10**400}}, "InputError: {path} row 1: options.budget must be a finite number (within "
                                        "±1.8e308), but got 100000000000... (401 digits)"),
     ({"chunks": [{"id": "a", "text": "x", "tokens": BIG}]}, None),  # a chunk's token count: refused or stored
@@ -138,12 +139,73 @@ def test_any_row_is_packed_or_an_error_cell_and_never_stops_the_job(tmp_path_fac
     out = pq.read_table(d / "out").to_pylist()
     assert summary.rows == len(rows) and [r["index"] for r in out] == list(range(len(rows)))
     for i, (row, got) in enumerate(zip(rows, out)):
+        assert got["id"] == _own_id(row, i)  # packed or not
         if i % 2 == 0:
             assert (got["id"], got["error"], packed_dict(got)) == (row["id"], None, _expected_good(i))
         elif got["error"] is None:
             assert packed_dict(got) == edgewise.pack(row["query"], row["chunks"], JOB, **row.get("options", {})).to_dict()
         else:
-            assert got["error"].split(":")[0].isidentifier()
+            kind, _, why = got["error"].partition(": ")
+            assert kind.isidentifier() and why.startswith(f"{d / 'in.jsonl'} row {i}: "), got["error"]
+
+
+def _own_id(row, index):
+    """The id column of an output row: the row's own id (a string, or an integer as text), else its index."""
+    rid = row.get("id") if isinstance(row, dict) else None
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        return str(rid)
+    return rid if isinstance(rid, str) else str(index)
+
+
+def test_every_error_cell_names_the_file_and_the_row_and_a_row_keeps_its_own_id(tmp_path):
+    lines = [json.dumps(_good(0)),
+             '{"id": "bad", "chunks": ["a"]}',  # no query
+             '"a string row"',
+             "42",
+             "null",
+             '{"id": 17, "query": "q"}',  # no chunks; an integer id
+             '{"id": "huge", "query": "q", "chunks": ["a"], "options": {"budget": 1e400}}',  # the strict reader refuses it
+             '{"id": "late", "query": 1, "chunks": ["a"]}',  # pack() refuses it
+             '{"id": "small", "query": "q", "chunks": ["a"], "options": {"budget": 5}}',  # the budget cannot hold it
+             '{"id": "cut", "query": "q", "chunks": [',  # not JSON: no id can be read
+             '{"id": [1], "query": "q", "chunks": ["a"]}',  # an id that is no id
+             '{"id": "", "chunks": ["a"]}',  # an empty id is the row's own too
+             json.dumps(_good(12))]
+    path = _jsonl(tmp_path / "in.jsonl", lines)
+    run(path, tmp_path / "out", JOB, engine="local", rows_per_unit=5)  # the rows named across units
+    out = pq.read_table(tmp_path / "out", columns=["index", "id", "error"]).to_pylist()
+    errors = {
+        1: ("bad", "InputError", "a row needs 'query', but this one has only: id, chunks"),
+        2: ("2", "InputError", "a row must be a JSON object with query and chunks, but got a string"),
+        3: ("3", "InputError", "a row must be a JSON object with query and chunks, but got a number"),
+        4: ("4", "InputError", "a row must be a JSON object with query and chunks, but got null"),
+        5: ("17", "InputError", "a row needs 'chunks', but this one has only: id, query"),
+        6: ("huge", "InputError", "options.budget must be a finite number (within ±1.8e308), but got 1e400"),
+        7: ("late", "InputError", "query must be a string, but got int"),
+        8: ("small", "BudgetError", "budget must hold the fixed layers: "),
+        9: ("9", "InputError", "invalid JSON ("),
+        10: ("10", "InputError", "id must be a string or an integer, but got an array"),
+        11: ("", "InputError", "a row needs 'query', but this one has only: id, chunks"),
+    }
+    assert [(r["index"], r["id"], r["error"]) for r in (out[0], out[12])] == [(0, "g0", None), (12, "g12", None)]
+    for r in out[1:12]:
+        rid, kind, why = errors[r["index"]]
+        assert r["id"] == rid and r["error"].startswith(f"{kind}: {path} row {r['index']}: {why}"), r
+
+
+def test_error_cells_of_parquet_rows_name_the_file_and_the_row(tmp_path):
+    import pyarrow as pa
+
+    rows = [_good(0), {"id": "noquery", "chunks": [{"text": "a"}]}, {**_good(2), "options": '{"budget": 5}'},
+            {**_good(3), "options": {"budget": BIG}}]
+    pq.write_table(pa.Table.from_pylist([{**r, "options": json.dumps(r["options"]) if isinstance(r.get("options"), dict)
+                                          else r.get("options")} for r in rows]), tmp_path / "in.parquet")
+    run(tmp_path / "in.parquet", tmp_path / "out", JOB, engine="local")
+    out = pq.read_table(tmp_path / "out", columns=["index", "id", "error"]).to_pylist()
+    at = f"{tmp_path / 'in.parquet'} row"
+    assert [(r["id"], (r["error"] or "").split(": ")[:2]) for r in out] == [
+        ("g0", [""]), ("noquery", ["InputError", f"{at} 1"]), ("g2", ["BudgetError", f"{at} 2"]),
+        ("g3", ["OutputError", f"{at} 3"])]
 
 
 # JSON texts of rows: odd numbers (long, huge, tiny, negative zero), escapes, nesting, keys twice

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgewise import BudgetError, InputError, Packer, PackOptions, get_tokenizer
-from edgewise.packing.debug import CHUNK_KEYS
+from edgewise.packing.debug import CHUNK_KEYS, PRUNED_KEY
 
 EXAMPLES = int(os.environ.get("EDGEWISE_FUZZ_EXAMPLES", "300"))
 TEMPLATE = (
@@ -91,9 +91,14 @@ def test_fuzz(tmp_path_factory):
         assert info.prompt_tokens == tok.count(out.prompt)
         if opts.budget is not None:
             assert max(info.prompt_tokens, info.message_tokens) <= opts.budget
-        # every input item has exactly one record, at its own input index, with the fixed keys
+        # every input item has exactly one record, at its own input index, with the fixed keys (and
+        # a chunk pruning cut, its pruning record after them)
         assert [r["input_index"] for r in info.chunks] == list(range(len(chunks)))
-        assert all(tuple(r) == CHUNK_KEYS for r in info.chunks)
+        cut = {p["id"]: {k: v for k, v in p.items() if k != "id"} for p in info.pruned}
+        assert all(tuple(r) == ((*CHUNK_KEYS, PRUNED_KEY) if r["merged_into"] is None and r["id"] in cut else CHUNK_KEYS)
+                   for r in info.chunks)
+        assert [r[PRUNED_KEY] for r in info.chunks if PRUNED_KEY in r] == [
+            cut[r["id"]] for r in info.chunks if r["merged_into"] is None and r["id"] in cut]
         assert [r["id"] for r in info.chunks] == [c["id"] for c in chunks]
         assert sorted(info.order) == sorted(r["id"] for r in info.chunks if r["outcome"] != "dropped")
         assert all(r["reason"] for r in info.chunks)

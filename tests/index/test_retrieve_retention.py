@@ -100,7 +100,9 @@ def test_help_states_what_pruning_costs(command):
     loose, _ = bench_table(LOOSE_RUN)
     n = rows["off"]["prompts"]
     text = help_text(command)
-    expected = ("--prune PRUNE keep only sentences scoring at least this threshold, in [0, 1]. What it costs, measured by "
+    expected = ("--prune PRUNE pruning is on by default: each retrieved chunk keeps only its sentences scoring at least "
+                "this threshold, in [0, 1], and where each chunk went (retrieve --table, ask --debug) says how much of it "
+                "was kept. What it costs, measured by "
                 f"benchmarks/retrieve_retention.py on {n} held-out NaturalQuestions questions (BENCHMARKS.md): {chosen} "
                 f"keeps {kept(rows[chosen])} of the answers the unpruned prompt holds and saves "
                 f"{rows[chosen]['tokens saved']} of the tokens at --budget 2000, {loose[chosen]['tokens saved']} when the "

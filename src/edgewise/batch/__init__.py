@@ -2,13 +2,15 @@
 
 One output row per input row, in one schema (:func:`edgewise.batch.rows.schema`): ``index``,
 ``id``, the prompt, its messages, the debug info as typed columns, and ``error`` (a row that
-cannot be packed, or holds a value Parquet cannot store, is reported there, never dropped, and the
-job goes on). The result appears whole or not at all, and a job that stopped is finished with
-``resume=True`` (:mod:`edgewise.batch.job`). Two engines run the
-same per-row code: Ray Data (``engine="ray"``, :mod:`edgewise.batch.ray_data`, on a cluster or
-a local Ray instance) and a plain process pool (``engine="local"``). ``auto`` takes Ray when given
-a cluster address and the pool otherwise: on one machine the pool finished every job measured
-sooner, and Ray adds its start-up (BENCHMARKS.md, "Batch"; raw: docs/bench/batch-per-worker-and-ray.txt).
+cannot be packed, or holds a value Parquet cannot store, is reported there, never dropped, naming
+the input file and the row, and the job goes on). The result appears whole or not at all, and a job
+that stopped is finished with ``resume=True`` (:mod:`edgewise.batch.job`). One job at a time writes
+an output folder: a second one (a new job or a resume) is refused at once, naming the job that holds
+it (:mod:`edgewise.batch.lock`). Two engines run the same per-row code: Ray Data (``engine="ray"``,
+:mod:`edgewise.batch.ray_data`, on a cluster or a local Ray instance) and a plain process pool
+(``engine="local"``). ``auto`` takes Ray when given a cluster address and the pool otherwise: on
+one machine the pool finished every job measured sooner, and Ray adds its start-up (BENCHMARKS.md,
+"Batch"; raw: docs/bench/batch-per-worker-and-ray.txt).
 
 >>> import tempfile, os, pyarrow.parquet as pq
 >>> d = tempfile.mkdtemp(); src = os.path.join(d, "in.jsonl")
@@ -17,8 +19,8 @@ sooner, and Ray adds its start-up (BENCHMARKS.md, "Batch"; raw: docs/bench/batch
 >>> summary.rows, summary.errors
 (2, 1)
 >>> rows = pq.read_table(summary.files[0], columns=["id", "prompt_tokens", "error"]).to_pylist()
->>> rows[0], rows[1]["id"], rows[1]["error"]
-({'id': 'a', 'prompt_tokens': 194, 'error': None}, '1', 'InputError: query must be a string, but got int')
+>>> rows[0], rows[1]["id"], rows[1]["error"].replace(src, "in.jsonl")
+({'id': 'a', 'prompt_tokens': 194, 'error': None}, '1', 'InputError: in.jsonl row 1: query must be a string, but got int')
 """
 
 from __future__ import annotations
@@ -67,9 +69,13 @@ def run(input: str | Path, output: str | Path, options: Any = None, *, engine: s
     default: it costs more than the packing at 200 chunks, and ``dropped`` lists every chunk left out
     either way). ``resume``: finish the stopped job recorded in ``output`` (:mod:`edgewise.batch.job`).
     Returns a :class:`~edgewise.batch.local.Summary` (rows, error rows, files, seconds).
+
+    The job holds ``output``'s lock from start to end: while another job holds it, this one stops
+    at once with :class:`~edgewise.batch.lock.OutputLocked` naming it (pid, host, start time, command).
     """
     from ..packing.packer import Packer
-    from .job import Job, recorded_rows_per_unit
+    from .job import Job, check_output, recorded_rows_per_unit
+    from .lock import OutputLock
     from .units import plan_job
 
     opts = Packer(options, preload=False, **overrides).options  # a bad option fails now, once
@@ -84,10 +90,12 @@ def run(input: str | Path, output: str | Path, options: Any = None, *, engine: s
         from .ray_data import need_ray
 
         need_ray()  # a missing extra fails before the output folder is made
-    job = Job.open(output, units, {**opts.to_dict(), "chunk_records": chunk_records}, rows_per_unit=rows_per_unit,
-                   resume=resume, engine=chosen)
-    if chosen == "local":
-        return run_local(job, opts, concurrency=concurrency, chunk_records=chunk_records)
-    from .ray_data import run_ray
+    check_output(output)  # a folder of other things is refused before a lock file is made in it
+    with OutputLock(output):  # the manifest is read again under the lock: another job may have moved it on
+        job = Job.open(output, units, {**opts.to_dict(), "chunk_records": chunk_records},
+                       rows_per_unit=rows_per_unit, resume=resume, engine=chosen)
+        if chosen == "local":
+            return run_local(job, opts, concurrency=concurrency, chunk_records=chunk_records)
+        from .ray_data import run_ray
 
-    return run_ray(job, opts, concurrency=concurrency, address=address, chunk_records=chunk_records)
+        return run_ray(job, opts, concurrency=concurrency, address=address, chunk_records=chunk_records)

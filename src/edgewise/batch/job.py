@@ -7,8 +7,14 @@ IPC, cheap to write and read back; written under a temporary name, then renamed:
 whole or absent). Parquet readers
 skip names that start with ``_`` or ``.``, so a folder read while the job runs, or after it
 stopped, holds no rows that look like a result. When every unit is there, the units are joined
-in input order into ``part-00000.parquet`` (again a temporary name, then renamed), the manifest
-turns ``"done"`` with the row and error counts, and ``.units/`` goes.
+in input order into ``part-00000.parquet``: a temporary name, read back whole (every row of the
+input once, in order, every column readable: :func:`verify`), then renamed. Only then does the
+manifest turn ``"done"`` with the row and error counts, and ``.units/`` goes. A unit file or a
+result that does not verify stops the job with :class:`ResultError` instead (the job stays
+``"running"``; a bad unit file is removed, so ``--resume`` packs it again).
+
+One job at a time writes a folder: :func:`edgewise.batch.run` holds its lock
+(:mod:`edgewise.batch.lock`, ``_edgewise_batch.lock``) from before :meth:`Job.open` to the end.
 
 A job that stopped (killed, Ctrl-C, a worker lost) is finished by running it again with
 ``resume=True`` (``--resume``): the units already written are kept, the others packed, no row twice.
@@ -35,13 +41,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import EdgewiseError, InputError
+from .lock import LOCK
 
 MANIFEST = "_edgewise_batch.json"
 UNITS = ".units"
 RESULT = "part-00000.parquet"
 FORMAT = "edgewise-batch/1"
 RESUME_HINT = "re-run the same command with --resume (resume=True) to pack the rest"
+
+
+class ResultError(EdgewiseError):
+    """A unit file or the joined result does not hold what the job's input does: the job is not done."""
 
 
 def fingerprint(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,9 +89,10 @@ class Job:
         if old is not None and resume:
             _same_job(out, old, manifest)
             job = cls(out, old)
-            job.clean()
+            if old.get("state") != "done":
+                job.clean()
             return job
-        if out.is_dir() and any(out.iterdir()):
+        if not is_empty(out):
             raise InputError(refusal(out, old))
         (out / UNITS).mkdir(parents=True, exist_ok=True)
         job = cls(out, manifest)
@@ -115,27 +127,25 @@ class Job:
         (start-up left out), from the unit files' modification times, when this run wrote 3 or more;
         and :attr:`first_unit`: the seconds until this run wrote its first unit (start-up included).
         """
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
         from .rows import schema
 
         if self.manifest["state"] == "done":
             return self.manifest["rows"], self.manifest["errors"]
-        rows = errors = 0
         done_at: list[tuple[int, int]] = []
         tmp = self.out / f"{RESULT}.tmp"
-        with pq.ParquetWriter(tmp, schema()) as writer:
-            for i in range(len(self.units)):
-                path = self.unit_path(i)
-                done_at.append((path.stat().st_mtime_ns, self.units[i]["rows"]))
-                with pa.memory_map(str(path)) as source:
-                    table = pa.ipc.open_file(source).read_all()
-                writer.write_table(table)
-                rows += table.num_rows
-                errors += table.num_rows - table.column("error").null_count
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+        try:
+            with pq.ParquetWriter(tmp, schema()) as writer:
+                for i in range(len(self.units)):
+                    writer.write_table(self._read_unit(i))
+                    done_at.append((self.unit_path(i).stat().st_mtime_ns, self.units[i]["rows"]))
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            rows, errors = verify(tmp, self.units)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.out / RESULT)
         self.manifest.update(state="done", rows=rows, errors=errors, files=[RESULT])
         self.save()
@@ -145,6 +155,29 @@ class Job:
         self.first_unit = (min(mine) - self.started_ns) / 1e9 if mine else None
         return rows, errors
 
+    def _read_unit(self, number: int) -> Any:
+        """Unit ``number``'s rows, checked: as many as the unit has in the input, numbered as its rows
+        are. A unit file that is not (unreadable, cut short) is removed, so a resumed job packs it again."""
+        import pyarrow as pa
+
+        path, unit = self.unit_path(number), self.units[number]
+        problem = None
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+        except (OSError, ValueError, pa.ArrowException) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            problem = f"cannot be read ({exc})"
+        else:
+            if table.num_rows != unit["rows"]:
+                problem = f"holds {table.num_rows} rows, but the unit has {unit['rows']} in the input"
+            elif table.column("index").to_pylist() != list(range(unit["base"], unit["base"] + unit["rows"])):
+                problem = f"holds other rows than the unit's (input rows {unit['base']} to {unit['base'] + unit['rows'] - 1})"
+        if problem is None:
+            return table
+        path.unlink(missing_ok=True)
+        raise ResultError(f"the batch job in {str(self.out)!r} is not done: its unit file {str(path)!r} {problem}; the "
+                          f"file was removed, and the job is not marked done; {RESUME_HINT}")
+
     @property
     def files(self) -> list[str]:
         return [str(self.out / RESULT)]
@@ -152,6 +185,41 @@ class Job:
     def written(self) -> int:
         """How many units are written (for a message about a stopped job)."""
         return len(self.units) - len(self.todo())
+
+
+def verify(path: str | Path, units: list[dict[str, Any]]) -> tuple[int, int]:
+    """Read the joined result at ``path`` back whole, and check it holds every input row of ``units``
+    once, in order (its ``index`` column 0, 1, ... up to the input's row count) in the output schema;
+    returns its (rows, error rows), or raises :class:`ResultError` saying what is wrong."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .rows import schema
+
+    expected = sum(u["rows"] for u in units)
+    rows = errors = 0
+    try:
+        with pq.ParquetFile(path) as f:
+            if not f.schema_arrow.equals(schema()):
+                problem = "its columns are not the output schema's"
+            elif f.metadata.num_rows != expected:
+                problem = f"it holds {f.metadata.num_rows} rows"
+            else:
+                problem = None
+                for batch in f.iter_batches(batch_size=4096):  # every column read, a few rows at a time
+                    if batch.column("index").to_pylist() != list(range(rows, rows + batch.num_rows)):
+                        problem = f"its rows from {rows} on are not the input's rows in order"
+                        break
+                    rows += batch.num_rows
+                    errors += batch.num_rows - batch.column("error").null_count
+                if problem is None and rows != expected:
+                    problem = f"{rows} rows could be read from it"
+    except (OSError, ValueError, pa.ArrowException) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        problem = f"it cannot be read back ({' '.join(str(exc).splitlines())})"
+    if problem is not None:
+        raise ResultError(f"the batch result {str(path)!r} did not verify ({problem}; the input has {expected} rows): "
+                          f"the job is not marked done; {RESUME_HINT}")
+    return rows, errors
 
 
 def write_unit(path: Path, table: Any) -> None:
@@ -171,6 +239,21 @@ def _steady(done_at: list[tuple[int, int]], since_ns: int) -> float | None:
     if len(mine) < 3 or mine[-1][0] <= mine[0][0]:
         return None
     return sum(n for _, n in mine[1:]) / ((mine[-1][0] - mine[0][0]) / 1e9)
+
+
+def is_empty(out: Path) -> bool:
+    """Whether ``out`` is absent or an empty folder (its lock file, held by this job, not counted)."""
+    return not out.is_dir() or all(f.name == LOCK for f in out.iterdir())
+
+
+def check_output(output: str | Path) -> None:
+    """Refuse, before its lock file is made in it, an output that can hold no batch job: a file, or a
+    folder holding other things and neither a batch manifest nor a batch lock."""
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"output {str(output)!r} is a file; give a directory for the Parquet files")
+    if out.is_dir() and not (out / MANIFEST).exists() and not (out / LOCK).exists() and not is_empty(out):
+        raise InputError(refusal(out, None))
 
 
 def recorded_rows_per_unit(output: str | Path) -> int | None:

@@ -90,15 +90,18 @@ def pack_unit(packer: Any, unit: dict[str, Any], *, chunk_records: bool = False)
     if _embeds(packer):
         rows = list(rows)
         warm(packer, [r for r in rows if not isinstance(r[1], LineError)])
+    path = unit["path"]  # error cells name the file and the row
     tables, pending = [], []
     for index, obj, from_arrow in rows:
-        pending.append(error_row(index, str(index), obj.message) if isinstance(obj, LineError)
-                       else pack_row(packer, index, obj, from_arrow=from_arrow, chunk_records=chunk_records))
+        if isinstance(obj, LineError):
+            pending.append(error_row(index, str(index) if obj.id is None else obj.id, obj.message))
+        else:
+            pending.append(pack_row(packer, index, obj, from_arrow=from_arrow, chunk_records=chunk_records, path=path))
         if len(pending) == ARROW_BATCH:
-            tables.append(to_table(pending))
+            tables.append(to_table(pending, path=path))
             pending = []
     if pending or not tables:
-        tables.append(to_table(pending))
+        tables.append(to_table(pending, path=path))
     return pa.concat_tables(tables).combine_chunks()
 
 

@@ -3,8 +3,10 @@
 An input row is a JSON object (a JSON Lines line, or a Parquet row) with ``query``, ``chunks``,
 and optionally ``options`` (pack options for this row, over the job's) and ``id``. The output row
 holds the prompt, the OpenAI-style messages, and the debug info as typed columns (:func:`schema`);
-a row that cannot be packed keeps its ``index`` and ``id`` and says why in ``error``, every other
-column null. :func:`packed_dict` turns an output row back into what ``Packed.to_dict()`` gives.
+a row that cannot be packed keeps its ``index`` and its own ``id`` (its input index when it has
+none) and says why in ``error``, every other column null. A row of an input file names the file
+and the row there, as ``{path} row {index}: `` after the error's class (:func:`where`).
+:func:`packed_dict` turns an output row back into what ``Packed.to_dict()`` gives.
 
 >>> from edgewise.packing.packer import Packer
 >>> row = pack_row(Packer(tokenizer="words"), 0, {"query": "capital?", "chunks": ["Paris.", "Rome."]})
@@ -12,6 +14,8 @@ column null. :func:`packed_dict` turns an output row back into what ``Packed.to_
 ('0', ['chunk-0', 'chunk-1'], 194, None)
 >>> pack_row(Packer(tokenizer="words"), 1, {"id": "r1", "query": "q", "chunks": "Paris."})["error"]
 'InputError: chunks must be a list of chunks, but got a string'
+>>> pack_row(Packer(tokenizer="words"), 13, {"id": "bad", "chunks": []}, path="in.jsonl")
+{'index': 13, 'id': 'bad', 'error': "InputError: in.jsonl row 13: a row needs 'query', but this one has only: id, chunks"}
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..packing.debug import _FIELDS as DEBUG_FIELDS
+from ..packing.debug import mark_pruned
 
 ROW_KEYS = ("id", "query", "chunks", "options")
 _LIST_FIELDS = ("order", "section_A_ids", "section_B_ids", "section_C_ids", "placed", "summarized", "truncated",
@@ -78,12 +83,37 @@ def schema() -> Any:
     return pa.schema(fields)
 
 
+def where(path: Any, index: int | None) -> str:
+    """How an error cell names row ``index`` of the input file ``path`` (text that can be stored:
+    a path's undecodable bytes are escaped).
+
+    >>> where("in.jsonl", 13)
+    'in.jsonl row 13'
+    """
+    return _escaped(f"{path} row {index}")
+
+
 def parse_line(text: str, source: str) -> Any:
-    """The JSON value of one JSON Lines row, read with the strict rules of chunk input."""
+    """The JSON object of one JSON Lines row, read with the strict rules of chunk input; any other
+    value (an array, a string, a number...) is an :class:`InputError` saying what it is.
+
+    >>> parse_line('"capital?"', "in.jsonl row 3")
+    Traceback (most recent call last):
+    ...
+    edgewise.errors.InputError: in.jsonl row 3: a row must be a JSON object with query and chunks, but got a string
+    """
     from ..jsonin import loads
 
-    if text.lstrip(" \t\r\n").startswith("["):  # loads would read it as an array of chunks
+    start = text.lstrip(" \t\r\n")[:1]
+    if start == "[":  # loads would read it as an array of chunks
         raise InputError(f"{source}: a row must be a JSON object with query and chunks, but got an array")
+    if start != "{":  # loads would read it as one chunk (a string), or refuse it as a chunk
+        try:
+            value = json.loads(text)  # a scalar: no nesting to recurse into
+        except ValueError:
+            pass  # not JSON: the strict reader says where
+        else:
+            raise InputError(f"{source}: a row must be a JSON object with query and chunks, but got {_kind(value)}")
     try:
         return loads(text, source)[0]
     except InputError as exc:  # loads names a line and a chunk of a chunks file: here it is one row
@@ -212,6 +242,31 @@ def error_row(index: int | None, rid: str | None, message: str) -> dict[str, Any
     return {"index": index, "id": rid, "error": message}
 
 
+def own_id(obj: Any) -> str | None:
+    """The id a row gives itself (a string, or an integer as text), even when the row is refused
+    otherwise; None when it gives none, or one that is no id (another type). A lone surrogate is
+    kept escaped, as Parquet stores it.
+
+    >>> own_id({"id": "bad", "chunks": []}), own_id({"id": 17}), own_id({"id": [1]}), own_id("a string row")
+    ('bad', '17', None, None)
+    """
+    rid = obj.get("id") if isinstance(obj, Mapping) else None
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        try:
+            return str(rid)
+        except ValueError:  # more digits than Python turns into text
+            return None
+    if not isinstance(rid, str):
+        return None
+    return rid if unwritable(rid) is None else _escaped(rid)
+
+
+def error_text(exc: BaseException, source: str | None = None) -> str:
+    """An error cell: the exception's class, the row it is about (``source``: :func:`where`), the message on one line."""
+    at = f"{source}: " if source else ""
+    return f"{type(exc).__name__}: {at}{' '.join(str(exc).splitlines())}"
+
+
 def packed_row(index: int | None, rid: str, packed: Any, *, chunk_records: bool = True) -> dict[str, Any]:
     """The output row of a packed request (every column of :func:`schema` but ``error``); without
     ``chunk_records`` the ``chunks`` column (one record per input chunk) is null."""
@@ -236,32 +291,39 @@ def packed_row(index: int | None, rid: str, packed: Any, *, chunk_records: bool 
 
 
 def pack_row(packer: Any, index: int | None, obj: Any, *, from_arrow: bool = False,
-             chunk_records: bool = True) -> dict[str, Any]:
+             chunk_records: bool = True, path: Any = None) -> dict[str, Any]:
     """Pack one input row with ``packer`` (its options, then the row's): a packed row or an error row.
 
     Every failure of one row (bad input, an unknown option, a budget too small, a number too large
-    for the arithmetic...) becomes its ``error`` cell, named by the exception's class; the job goes
-    on with the other rows. ``chunk_records=False`` leaves the per-chunk ``chunks`` column null
-    (``dropped`` still lists every chunk left out, with its reason).
+    for the arithmetic...) becomes its ``error`` cell, named by the exception's class and, for a
+    row of the input file ``path``, by the file and the row (:func:`where`); the job goes on with
+    the other rows. The error row keeps the row's own id (:func:`own_id`), or its index.
+    ``chunk_records=False`` leaves the per-chunk ``chunks`` column null (``dropped`` still lists
+    every chunk left out, with its reason).
     """
-    rid = str(index) if index is not None else None
+    rid = None
     try:
         rid, query, chunks, options = read_row(obj, index, from_arrow=from_arrow)
         return packed_row(index, rid, packer.pack(query, chunks, **options), chunk_records=chunk_records)
     except Exception as exc:  # noqa: BLE001 - one row's failure, whatever it is, is that row's error cell
-        return error_row(index, rid, f"{type(exc).__name__}: {' '.join(str(exc).splitlines())}")
+        if rid is None:
+            rid = own_id(obj)
+        if rid is None and index is not None:
+            rid = str(index)
+        return error_row(index, rid, error_text(exc, where(path, index) if path is not None else None))
 
 
 #: the range of Parquet's int64 columns
 INT64 = (-(2**63), 2**63 - 1)
 
 
-def to_table(rows: Iterable[Mapping[str, Any]]) -> Any:
+def to_table(rows: Iterable[Mapping[str, Any]], *, path: Any = None) -> Any:
     """The rows as one Arrow table of :func:`schema` (absent columns null).
 
     A row holding a value the schema cannot store (an integer outside int64, a string that is not
-    valid Unicode, a value of the wrong type) becomes an error row naming the column and the value,
-    and the other rows are kept as they are.
+    valid Unicode, a value of the wrong type) becomes an error row naming the column and the value
+    (and, for rows of the input file ``path``, the file and the row: :func:`where`), and the other
+    rows are kept as they are.
     """
     import pyarrow as pa
 
@@ -269,7 +331,7 @@ def to_table(rows: Iterable[Mapping[str, Any]]) -> Any:
     try:
         return _columns(rows)
     except (pa.ArrowException, OverflowError, UnicodeError, TypeError, ValueError, AttributeError, KeyError):
-        return pa.Table.from_pylist([writable(row) for row in rows], schema=schema())
+        return pa.Table.from_pylist([writable(row, path=path) for row in rows], schema=schema())
 
 
 def _columns(rows: list[Mapping[str, Any]]) -> Any:
@@ -305,8 +367,9 @@ def _struct_lists_array(values: list[Any], kind: Any) -> Any:
                                     mask=pa.array(nulls, pa.bool_()) if any(nulls) else None)
 
 
-def writable(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` if Arrow can store it in :func:`schema`, else its error row saying which value cannot be."""
+def writable(row: Mapping[str, Any], *, path: Any = None) -> dict[str, Any]:
+    """``row`` if Arrow can store it in :func:`schema`, else its error row saying which value cannot be
+    (and, for a row of the input file ``path``, naming the file and the row: :func:`where`)."""
     import pyarrow as pa
 
     try:
@@ -317,7 +380,8 @@ def writable(row: Mapping[str, Any]) -> dict[str, Any]:
     rid = row.get("id")
     if isinstance(rid, str) and unwritable(rid) is not None:
         rid = _escaped(rid)
-    return error_row(row.get("index"), rid, _escaped(f"OutputError: {' '.join(problem.splitlines())}"))
+    at = f"{where(path, row.get('index'))}: " if path is not None else ""
+    return error_row(row.get("index"), rid, _escaped(f"OutputError: {at}{' '.join(problem.splitlines())}"))
 
 
 #: the keys of a ``dropped`` record, as :func:`schema` stores it
@@ -388,6 +452,8 @@ def packed_dict(row: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"row {row.get('id')!r} was not packed: {row['error']}")
     debug = {name: row[name] for name in DEBUG_FIELDS}
     debug["sections"] = dict(debug["sections"])
+    if debug["chunks"] and debug["pruned"]:  # a cut chunk's record holds its pruning record, as in to_dict()
+        mark_pruned([r for r in debug["chunks"] if r["merged_into"] is None], debug["pruned"], reason=False)
     if row.get("placement") is not None:  # order="auto" only, as in DebugInfo.to_dict()
         debug["placement"] = row["placement"]
     return {"prompt": row["prompt"], "messages": row["messages"], "debug_info": debug}

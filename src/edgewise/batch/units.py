@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonin import clean, quick
-from .rows import arrow_rows, parse_line
+from .rows import arrow_rows, own_id, parse_line, where
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
@@ -37,10 +37,12 @@ READ_BUFFER = 1 << 20
 
 
 class LineError:
-    """A JSON Lines row that does not parse: kept as a row, so its error reaches the output."""
+    """A JSON Lines row that does not parse: kept as a row, so its error reaches the output, under
+    the id the line gives itself when one can be read from it (:func:`line_id`)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, rid: str | None = None) -> None:
         self.message = message
+        self.id = rid
 
 
 def input_files(path: str | Path) -> list[Path]:
@@ -162,7 +164,7 @@ def iter_unit(unit: dict[str, Any]) -> Iterator[tuple[int, Any, bool]]:
                 break
             if raw.isspace():
                 continue
-            yield index, _parse(raw, f"{unit['path']} row {index}"), False
+            yield index, _parse(raw, where(unit["path"], index)), False
             index += 1
             found += 1
     if found != unit["rows"]:
@@ -179,7 +181,25 @@ def _parse(raw: bytes, source: str) -> Any:
     try:
         return parse_line(decode(raw, source), source)
     except InputError as exc:
-        return LineError(f"InputError: {' '.join(str(exc).splitlines())}")
+        return LineError(f"InputError: {' '.join(str(exc).splitlines())}", line_id(raw))
+
+
+def line_id(raw: bytes) -> str | None:
+    """The id of a JSON Lines row the strict reader refused (a number beyond a float, a lone
+    surrogate...), read by the lenient ``json`` module, when the line is an object with one
+    (:func:`edgewise.batch.rows.own_id`); None when it is not, or is not JSON at all.
+
+    >>> line_id(b'{"id": "bad9", "query": "q", "chunks": ["a"], "options": {"budget": 1e400}}'), line_id(b'{"id": ')
+    ('bad9', None)
+    """
+    import json
+
+    if not raw.lstrip().startswith(b"{"):
+        return None
+    try:
+        return own_id(json.loads(raw))
+    except (ValueError, RecursionError):  # not JSON (or not UTF-8), or nested too deep to read
+        return None
 
 
 def fast_row(raw: bytes) -> dict[str, Any] | None:

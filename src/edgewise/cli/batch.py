@@ -2,7 +2,8 @@
 
 One library call (:func:`edgewise.batch.run`) plus I/O: the summary (rows, error rows, the files
 written, seconds) is printed as JSON on stdout, and a row that could not be packed is in the
-output with its ``error`` cell, never dropped.
+output with its ``error`` cell, never dropped. One job at a time writes an output folder: a second
+one (new, or ``--resume``) stops at once, naming the one that holds it.
 
 >>> import argparse
 >>> from edgewise.cli.lazy import build_named
@@ -47,7 +48,8 @@ def _batch_args(p: argparse.ArgumentParser) -> None:
                         ".json, .ndjson and .parquet file under it, in name order")
     p.add_argument("--output", required=True, metavar="DIR",
                    help="a new or empty directory (or, with --resume, a stopped job's); the rows land in "
-                        "DIR/part-00000.parquet, and _edgewise_batch.json says \"done\" once it is whole")
+                        "DIR/part-00000.parquet, and _edgewise_batch.json says \"done\" once it is read back whole; "
+                        "one job at a time: a job on a DIR another job holds stops at once, naming it")
     p.add_argument("--engine", default="auto", choices=ENGINES,
                    help="ray (Ray Data; without --ray-address on a local Ray instance started for the job), "
                         "local (a process pool), or auto: ray with --ray-address, local without (default auto)")
@@ -57,7 +59,7 @@ def _batch_args(p: argparse.ArgumentParser) -> None:
                    help="workers, each holding one Packer (models loaded once per worker) (default 1)")
     p.add_argument("--resume", action="store_true",
                    help="finish the job that stopped in --output (same input and options): the units it wrote are "
-                        "kept, the rest packed, no row twice")
+                        "kept, the rest packed, no row twice (refused while the job still runs)")
     p.add_argument("--chunk-records", action="store_true",
                    help="fill the chunks column: one record per input chunk (where it went and why); off by default, "
                         "as it costs more than the packing at 200 chunks; dropped lists every chunk left out either way")

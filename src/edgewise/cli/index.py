@@ -19,7 +19,9 @@ MAX_FILE_BYTES = 200 * 1024 * 1024  # edgewise.index.readers.MAX_BYTES, without 
 # retrieved chunks carry whole passages: keep the sentences that bear on the question, at the largest
 # threshold that keeps >= 98% of the answers on held-out questions (benchmarks/retrieve_retention.py)
 ASK_DEFAULTS = {"prune": 0.05}
-PRUNE_HELP = ("keep only sentences scoring at least this threshold, in [0, 1]. What it costs, measured by "
+PRUNE_HELP = ("pruning is on by default: each retrieved chunk keeps only its sentences scoring at least this "
+              "threshold, in [0, 1], and where each chunk went (retrieve --table, ask --debug) says how much of it was "
+              "kept. What it costs, measured by "
               "benchmarks/retrieve_retention.py on 500 held-out NaturalQuestions questions (BENCHMARKS.md): 0.05 keeps "
               "99.8% of the answers the unpruned prompt holds and saves 2.4% of the tokens at --budget 2000, 31.3% when "
               "the budget holds every hit; 0.1 keeps 98.8% and saves 8.2% (40.5%); 0.3 keeps 87.3%. Answers given differ: "
@@ -38,8 +40,10 @@ def cmd_index(a: argparse.Namespace) -> None:
 
     report = index_paths(a.paths, a.store, tokenizer=a.tokenizer, chunk_tokens=a.chunk_tokens,
                          overlap_tokens=a.overlap_tokens, rebuild=a.rebuild,
-                         progress=not a.quiet and sys.stderr.isatty(), max_file_bytes=a.max_file_bytes,
-                         lock_timeout=a.lock_timeout, on_wait=waiting)
+                         progress=False if a.quiet else (True if a.progress else None),
+                         max_file_bytes=a.max_file_bytes, lock_timeout=a.lock_timeout, on_wait=waiting)
+    for note in report.notes:
+        print(f"edgewise: note: {note}", file=sys.stderr)
     for path, reason in report.repaired:
         print(f"edgewise: repaired {path}: {reason}", file=sys.stderr)
     for path, reason in report.failed:
@@ -77,7 +81,7 @@ def cmd_ask(a: argparse.Namespace) -> None:
     from ..eval.backends import get_backend
     from ..index.answer import ask
     from ..index.lance import open_store
-    from .pack import left_out
+    from .pack import notes
 
     question = text_arg(a.question, "question") or ""
     store = open_store(a.store)  # a missing store fails before a model loads
@@ -89,7 +93,7 @@ def cmd_ask(a: argparse.Namespace) -> None:
                               api_key_env=a.api_key_env)
     answer = ask(question, store, backend, options, top_n=a.top_n, mode=a.mode, max_tokens=a.max_tokens)
     write_out(dumps(answer.to_dict(debug=a.debug)) if a.format == "json" else _shown_answer(answer, a.debug))
-    if not a.debug and (note := left_out(answer.packed, "--debug")) is not None:
+    if not a.debug and (note := notes(answer.packed, "--debug")) is not None:
         print(note, file=sys.stderr)
 
 
@@ -173,6 +177,9 @@ def _index_args(p: argparse.ArgumentParser) -> None:
                    help="how long to wait while another edgewise index writes to the store (default 600; 0: stop at once)")
     p.add_argument("--format", "-f", default="text", choices=("text", "json"), help="json: the report on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress bar (chunks embedded) on stderr even when it is not a terminal; on a "
+                        "terminal it shows by itself once a run takes more than 2 s")
     p.set_defaults(func=cmd_index)
 
 

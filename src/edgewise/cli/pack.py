@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from ..packing.debug import PRUNED_KEY
 from ..packing.front import FORMATS  # the output formats, defined with pack() (loaded by `import edgewise` anyway)
 from .io import dumps, read_chunk_list, text_arg, write_out
 from .lazy import command
@@ -73,11 +74,43 @@ def left_out(packed: Any, where: str = "--table or --format json") -> str | None
             f"{where} gives each reason")
 
 
+def pruned(packed: Any, where: str = "--table or --format json") -> str | None:
+    """One line for stderr when pruning cut chunks of a prompt printed without its debug record.
+
+    ``edgewise retrieve`` and ``ask`` prune by default, so a prompt whose chunks lost sentences says
+    how many and how much of them it kept, with ``where`` to read each chunk's cut; ``None`` when no
+    chunk in the prompt was cut (a chunk pruned, then left out, is counted by :func:`left_out`).
+
+    >>> from edgewise import pack
+    >>> text = "Paris is the capital of France. Bananas are yellow. The sea is salty."
+    >>> pruned(pack("capital of France?", [text, "Lyon."], prune=0.3, prune_scorer="lexical", tokenizer="words"))
+    'edgewise: 1 of 2 chunks in the prompt pruned to 31 of 69 characters (--prune 0 keeps every sentence): --table or --format json gives what each kept'
+    """
+    d = packed.debug_info
+    if not d.pruned:
+        return None
+    records = [r for r in d.chunks if r["outcome"] != "dropped"]
+    cut = [r[PRUNED_KEY] for r in records if PRUNED_KEY in r]
+    if not cut:
+        return None
+    kept, chars, total = sum(c["kept_chars"] for c in cut), sum(c["original_chars"] for c in cut), len(records)
+    return (f"edgewise: {len(cut)} of {total} chunk{'s' if total != 1 else ''} in the prompt pruned to {kept:,} of "
+            f"{chars:,} characters (--prune 0 keeps every sentence): {where} gives what each kept")
+
+
+def notes(packed: Any, where: str = "--table or --format json") -> str | None:
+    """What a prompt printed without its debug record says on stderr: the chunks pruning cut
+    (:func:`pruned`), then those left out (:func:`left_out`), a line each; ``None`` if neither."""
+    lines = [line for line in (pruned(packed, where), left_out(packed, where)) if line is not None]
+    return "\n".join(lines) if lines else None
+
+
 def report(packed: Any, fmt: str, show_table: bool) -> None:
-    """After the prompt, on stderr: the table when asked for, else a line if any chunk was left out."""
+    """After the prompt, on stderr: the table when asked for, else a line if chunks were pruned and
+    one if any chunk was left out."""
     if show_table:
         print("\n" + table(packed), file=sys.stderr)
-    elif fmt != "json" and (note := left_out(packed)) is not None:
+    elif fmt != "json" and (note := notes(packed)) is not None:
         print(note, file=sys.stderr)
 
 

@@ -12,8 +12,8 @@ operator's guide. The API key is read from the environment (``EDGEWISE_API_KEY``
 >>> a = parser.parse_args(["serve", "--port", "9000", "--preload", "dense,bm25", "--cors-origin", "https://a.example",
 ...                        "--order", "auto"])
 >>> c = config_from_args(a, environ={})
->>> c.port, c.preload, c.cors_origins, c.api_key, c.order
-(9000, ('dense', 'bm25'), ('https://a.example',), None, 'auto')
+>>> c.port, c.preload, c.cors_origins, c.api_key, c.order, c.max_model_texts
+(9000, ('dense', 'bm25'), ('https://a.example',), None, 'auto', 5000)
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
         log_bodies=a.log_bodies, threads=a.threads, queue=a.queue, max_asset_bytes=a.max_asset_bytes, http=a.http,
         max_header_bytes=a.max_header_bytes, max_headers=a.max_headers, header_timeout_s=a.header_timeout,
         keep_alive_s=a.keep_alive, max_connections=a.max_connections, order=a.order,
+        max_model_texts=a.max_model_texts,
     )
 
 
@@ -107,6 +108,10 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-chunks", type=int, default=d.max_chunks, help=f"most chunks per request (422; default {d.max_chunks})")
     p.add_argument("--max-chars", type=int, default=d.max_chars,
                    help=f"most characters of text per request (422; default {d.max_chars})")
+    p.add_argument("--max-model-texts", type=int, default=d.max_model_texts, metavar="N",
+                   help=f"most texts a request may send through a model (chunks a model scorer rescores, sentences "
+                        f"the sentence model reads), estimated before any work starts (422; default "
+                        f"{d.max_model_texts})")
     p.add_argument("--timeout", type=float, default=d.timeout_s,
                    help=f"seconds a request may take: its body (408), then its work (504) (default {d.timeout_s:g})")
     p.add_argument("--max-asset-bytes", type=int, default=d.max_asset_bytes,

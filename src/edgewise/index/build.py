@@ -8,10 +8,17 @@ device, a socket or a symlink to one is never opened, a larger file is never rea
 cannot be read is reported (one line, the file and the reason) and every other file is still indexed.
 
 One run writes to a store at a time (:class:`~edgewise.index.lock.WriteLock`): a second waits up to
-``lock_timeout`` seconds for the first to finish. Each run first checks the store
-(:meth:`~edgewise.index.lance.LanceStore.audit`): a file whose chunks are doubled or out of step with
-its record is repaired (its chunks written again from the file, or removed if it is gone), and a
-store whose files cannot be read stops the run with the command that rebuilds it.
+``lock_timeout`` seconds for the first to finish. Each run first checks the store: its bytes are the
+ones written (:meth:`~edgewise.index.lance.LanceStore.verify`: the files' sizes and hashes recorded by
+the last run, or every chunk's checksum; :mod:`.integrity`), else the run stops with one line naming
+the damage and the command that rebuilds the store; then a file whose chunks are doubled or out of
+step with its record (:meth:`~edgewise.index.lance.LanceStore.audit`) is repaired (its chunks written
+again from the file, or removed if it is gone). The run ends by recording the store's files anew
+(:meth:`~edgewise.index.lance.LanceStore.seal`).
+
+Embedding is most of the time (a 1 MB text is ~650 chunks, about a minute on two cores): chunks are
+embedded :data:`EMBED_BATCH` at a time, and ``progress`` shows a bar counting them on stderr
+(``None``: only when stderr is a terminal, and only once the run has taken :data:`BAR_DELAY` seconds).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +41,9 @@ from .lock import WriteLock
 from .readers import MAX_BYTES, SUFFIXES, check_file, kind_of, parse_document, read_pieces
 from .store import FORMAT, Row, Settings, Store
 
-EMBED_BATCH = 64
+EMBED_BATCH = 32  # chunks per call to the model: the progress bar moves every few seconds on 2 cores
 WRITE_ROWS = 1024  # chunks embedded and written to the store at once
+BAR_DELAY = 2.0  # seconds before the bar shows on a terminal: a short run prints only its summary
 
 
 @dataclass
@@ -49,12 +58,13 @@ class Report:
     repaired: list[tuple[str, str]] = field(default_factory=list)  # (path, what was wrong and what was done)
     chunks: int = 0
     total_chunks: int = 0
+    notes: list[str] = field(default_factory=list)  # what the store check could not vouch for, or did besides
 
     def to_dict(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged, "removed": self.removed,
                 "failed": [{"path": p, "reason": r} for p, r in self.failed],
                 "repaired": [{"path": p, "reason": r} for p, r in self.repaired], "chunks_written": self.chunks,
-                "chunks_in_store": self.total_chunks}
+                "chunks_in_store": self.total_chunks, "notes": self.notes}
 
     def summary(self) -> str:
         repaired = f", {len(self.repaired)} repaired" if self.repaired else ""
@@ -99,6 +109,24 @@ def _add_checked(path: Path, files: list[Path], bad: list[tuple[str, str]], max_
     files.append(_absolute(path))
 
 
+def _as_given(failed: Sequence[tuple[str, str]], paths: Sequence[str | Path]) -> list[tuple[str, str]]:
+    """``failed`` with each path as the user gave it: a file under a given folder is that folder, as
+    given, joined with the file's path under it (a file that fails when read is known by its absolute
+    path; one refused when checked, by the path the walk found).
+
+    >>> _as_given([(os.path.abspath("docs/a/b.txt"), "binary"), ("docs/c.txt", "a FIFO")], ["./docs"])
+    [('docs/a/b.txt', 'binary'), ('docs/c.txt', 'a FIFO')]
+    """
+    roots = [(str(Path(raw)), os.path.abspath(raw)) for raw in paths]
+    out = []
+    for path, why in failed:
+        full = os.path.abspath(path)
+        given = next((g if full == root else os.path.join(g, os.path.relpath(full, root)) for g, root in roots
+                      if full == root or full.startswith(root.rstrip(os.sep) + os.sep)), path)
+        out.append((given, why))
+    return out
+
+
 def _absolute(path: Path) -> Path:
     """The path a file is known by: absolute and normalised, symlinks kept (as the user sees it)."""
     return Path(os.path.abspath(path))
@@ -122,12 +150,15 @@ def file_hash(path: Path, max_bytes: int = MAX_BYTES) -> str:
 
 def index_paths(
     paths: Sequence[str | Path], store: str | Path, *, tokenizer: str = "cl100k_base", chunk_tokens: int = 256,
-    overlap_tokens: int = 32, rebuild: bool = False, progress: bool = False,
+    overlap_tokens: int = 32, rebuild: bool = False, progress: bool | None = False,
     embed: Callable[[list[str]], Any] | None = None, max_file_bytes: int = MAX_BYTES, lock_timeout: float = 600.0,
     on_wait: Callable[[dict[str, Any]], None] | None = None,
 ) -> Report:
     """Index the files under ``paths`` into ``store`` (a folder, or a server URL); see the module doc.
-    ``on_wait`` is called once, with the holder's details, if the run has to wait for another's lock."""
+    ``progress``: a bar on stderr (True), none (False), or one only on a terminal and after
+    :data:`BAR_DELAY` seconds (None). ``on_wait`` is called once, with the holder's details, if the
+    run has to wait for another's lock. A damaged store raises
+    :class:`~edgewise.index.lance.StoreDamaged` (``rebuild=True`` makes it anew)."""
     check_sizes(chunk_tokens, overlap_tokens)
     check_int("max_file_bytes", max_file_bytes, minimum=1)
     if not paths:
@@ -136,14 +167,17 @@ def index_paths(
     settings = Settings(FORMAT, tok.name, chunk_tokens, overlap_tokens)
     with WriteLock(store, timeout=lock_timeout, on_wait=on_wait):
         db = open_store(store, settings=settings, create=True, rebuild=rebuild)
+        note = db.verify()
         files, roots, failed = find_files(paths, max_file_bytes)
-        report = Report(failed=list(failed))
+        report = Report(failed=list(failed), notes=[note] if note else [])
         damaged = _repair(db, files, report, max_file_bytes)
         todo, known = _changed(db, files, roots, report, max_file_bytes)
         _write(db, todo, known, damaged, report, tok, chunk_tokens, overlap_tokens, embed or default_embed(), progress,
                max_file_bytes)
-        if report.chunks or report.removed or report.repaired:
+        report.failed = _as_given(report.failed, paths)  # skipped when checked or when read: one form of path
+        if report.chunks or report.removed or report.repaired or db.needs_finish:
             db.finish()
+        db.seal()
         report.total_chunks = db.count()
     return report
 
@@ -195,30 +229,32 @@ def _changed(db: Store, files: list[Path], roots: list[Path], report: Report,
 
 
 def _write(db: Store, todo: list[tuple[Path, str]], known: dict[str, str], damaged: set[str], report: Report,
-           tok: Any, size: int, overlap: int, embed: Callable[[list[str]], Any], progress: bool,
+           tok: Any, size: int, overlap: int, embed: Callable[[list[str]], Any], progress: bool | None,
            max_bytes: int) -> None:
     """Read, chunk, embed and write ``todo``, :data:`WRITE_ROWS` chunks at a time."""
-    bar = _bar(len(todo), progress)
+    bar = _Bar(len(todo), progress)
     pending: list[tuple[str, str, list[Row]]] = []  # read and chunked, not yet embedded and written
 
     def flush() -> None:
         rows = [r for _, _, group in pending for r in group]
         vectors: list[Any] = []
         for i in range(0, len(rows), EMBED_BATCH):  # batches across files: small files fill them too
-            vectors.extend(embed([r.embed_text for r in rows[i:i + EMBED_BATCH]]))
+            batch = rows[i:i + EMBED_BATCH]
+            vectors.extend(embed([r.embed_text for r in batch]))
+            bar.update(len(batch))
         it = iter(vectors)
         db.replace_sources([(s, h, [r.with_vector(next(it)) for r in group]) for s, h, group in pending])
-        bar.update(len(pending))
         pending.clear()
 
     try:
-        for f, _ in todo:
+        for n, (f, _) in enumerate(todo, 1):
+            bar.file(n)
             try:
                 digest, rows = _rows(f, tok, size, overlap, max_bytes)
             except InputError as exc:
                 report.failed.append((str(f), str(exc).removeprefix(f"{f}: ")))
-                bar.update(1)
                 continue
+            bar.add(len(rows))
             pending.append((str(f), digest, rows))
             if str(f) not in damaged:
                 (report.updated if str(f) in known else report.added).append(str(f))
@@ -260,20 +296,38 @@ def default_embed() -> Callable[[list[str]], Any]:
     return lambda texts: model.embed(texts)
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
+class _Bar:
+    """Chunks embedded of the chunks read so far (the total grows as files are read: a file's chunks
+    are known once it is split), and which file of how many is being read."""
+
+    def __init__(self, files: int, show: bool | None) -> None:
+        self.files = files
+        self._tqdm: Any = None
+        if files and show is not False:
+            from tqdm import tqdm
+
+            # as eval's bars: stderr, only on a terminal unless asked (tqdm's disable=None); asked for, every
+            # batch is shown (a log gets each step, the last one too)
+            steps = {} if show is None else {"mininterval": 0, "miniters": 1}
+            self._tqdm = tqdm(total=0, unit="chunk", desc="indexing", file=sys.stderr, dynamic_ncols=True,
+                              leave=False, disable=None if show is None else False,
+                              delay=BAR_DELAY if show is None else 0, **steps)
+
+    def file(self, n: int) -> None:
+        if self._tqdm is not None:
+            self._tqdm.set_postfix_str(f"file {n}/{self.files}", refresh=False)
+
+    def add(self, chunks: int) -> None:
+        if self._tqdm is not None:
+            self._tqdm.total += chunks  # shown at the next update (a refresh now would ignore BAR_DELAY)
+
+    def update(self, chunks: int) -> None:
+        if self._tqdm is not None:
+            self._tqdm.update(chunks)
 
     def close(self) -> None:
-        pass
-
-
-def _bar(total: int, show: bool) -> Any:
-    if not show or total == 0:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="file", desc="indexing", leave=False)
+        if self._tqdm is not None:
+            self._tqdm.close()
 
 
 __all__ = ["Report", "Store", "find_files", "index_paths"]

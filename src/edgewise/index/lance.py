@@ -12,10 +12,12 @@ runs); or a URI LanceDB opens: ``s3://``, ``gs://``, ``az://`` object storage (f
 one disk; endpoint and credentials from the usual ``AWS_*`` variables) or ``db://`` LanceDB
 Cloud/Enterprise (``LANCEDB_API_KEY``; not tested here: it is a hosted service).
 
-A store that cannot be read (a data file emptied or cut short) is a :class:`StoreDamaged` error,
-one line naming the damaged file where it can be found and the command that rebuilds the store;
-:meth:`LanceStore.audit` finds files whose chunks are doubled or out of step with their record.
-Lance keeps no checksums: bytes overwritten in place, the file's length unchanged, read as they are.
+A store that cannot be read (a data file emptied or cut short), or whose bytes are not those
+written (:mod:`.integrity`: a checksum per chunk, and a manifest of a local store's files with their
+sizes and hashes), is a :class:`StoreDamaged` error, one line naming the damaged file or chunk and the
+command that rebuilds the store; :meth:`LanceStore.verify` checks the whole store (``index`` runs it
+first), :meth:`LanceStore.get` every chunk it returns. :meth:`LanceStore.audit` finds files whose
+chunks are doubled or out of step with their record.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EdgewiseError, InputError, missing_extra
+from . import integrity
+from .integrity import COLUMN, Manifest
 from .store import DIM, FORMAT, Row, Settings, check_settings
 
 CHUNKS, FILES, SETTINGS = "chunks", "files", "settings"
@@ -38,6 +43,7 @@ CHUNKS, FILES, SETTINGS = "chunks", "files", "settings"
 # chunk to build and loses some recall (0.97 at 10k): built once the store passes this size.
 ANN_ROWS = 50_000
 _FIELDS = ("id", "source", "title", "start", "end", "page", "text", "tokens", "sha256")
+VERIFY_ROWS = 4096  # chunks read at a time when every chunk is checked
 
 
 def _lancedb() -> Any:
@@ -51,14 +57,29 @@ def _lancedb() -> Any:
 
 
 class StoreDamaged(ConfigError):
-    """The store's files cannot be read: it must be rebuilt from the documents."""
+    """The store's files cannot be read, or hold other bytes than were written: it must be rebuilt
+    from the documents."""
+
+
+class UnverifiedStore(UserWarning):
+    """The store was written before edgewise kept checksums: damage to its chunks is not detected."""
 
 
 def damaged(location: str, exc: BaseException) -> StoreDamaged:
     """The one-line error for a store that failed to read, naming the damaged file when it can."""
     message = re.sub(r",? */rustc/\S+", "", str(exc)).strip()[:200]
-    return StoreDamaged(f"the store at {location} is damaged ({_find_damage(location)}; {type(exc).__name__}: "
-                        f"{message}): rebuild it from your files with: edgewise index PATH... --store {location} --rebuild")
+    return damaged_because(location, f"{_find_damage(location)}; {type(exc).__name__}: {message}")
+
+
+def damaged_because(location: str, what: str) -> StoreDamaged:
+    """The one-line error for a store found damaged: what is wrong, and the command that rebuilds it."""
+    return StoreDamaged(f"the store at {location} is damaged ({what}): rebuild it from your files with: "
+                        f"edgewise index PATH... --store {location} --rebuild")
+
+
+def unverified_note(location: str) -> str:
+    return (f"the store at {location} was written before edgewise kept checksums: the chunks retrieve and ask serve "
+            f"are not checked; rebuild it to add them: edgewise index PATH... --store {location} --rebuild")
 
 
 def _find_damage(location: str) -> str:
@@ -131,10 +152,17 @@ def is_url(location: str | Path) -> bool:
 class LanceStore:
     """A :class:`~edgewise.index.store.Store` on LanceDB."""
 
-    def __init__(self, location: str, db: Any, settings: Settings) -> None:
+    def __init__(self, location: str, db: Any, settings: Settings, manifest: Manifest | None = None) -> None:
         self.location, self._db, self.settings = location, db, settings
         self._chunks = db.open_table(CHUNKS)
         self._files = db.open_table(FILES)
+        #: whether each chunk carries its checksum (False: a store written before they were kept)
+        self.checked = COLUMN in self._chunks.schema.names
+        self._root = None if is_url(location) else Path(location)
+        self._manifest = manifest
+        self._writing = False  # this handle has written since its manifest was read
+        self._intact: dict[str, tuple[int, str]] = {}  # files hashed and found as written, this run
+        self.needs_finish = False  # set by verify(): the search index to be rebuilt, the files recorded anew
 
     @classmethod
     def open(cls, location: str | Path, *, settings: Settings | None = None, create: bool = False,
@@ -152,7 +180,10 @@ class LanceStore:
             names = set(_table_names(db))
         except (OSError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"store {loc!r} cannot be opened: {type(exc).__name__}: {str(exc)[:200]}") from None
+        manifest = None
         if rebuild:
+            if not is_url(loc):  # first: a rebuild stopped half-way leaves no manifest to vouch for it
+                integrity.remove_manifest(Path(loc))
             for name in (CHUNKS, FILES, SETTINGS):
                 if name in names:
                     db.drop_table(name)
@@ -168,11 +199,98 @@ class LanceStore:
             return cls(loc, db, settings)
         with _reading(loc):
             found = _read_settings(db, loc)
-        check_settings(loc, found, settings)
+        check_settings(loc, found, settings)  # a store of another format or other settings: that first
+        if not is_url(loc):  # the sizes of the files written (a stat each), before Lance reads the chunks
+            try:
+                manifest = integrity.read_manifest(Path(loc))
+            except ValueError as exc:
+                raise damaged_because(loc, str(exc)) from None
+            problem = manifest and integrity.size_problem(Path(loc), manifest)
+            if problem:
+                raise damaged_because(loc, problem)
         try:
-            return cls(loc, db, found)
+            store = cls(loc, db, found, manifest)
         except (OSError, RuntimeError, ValueError) as exc:  # damaged, or a Lance format newer than this lancedb
             raise damaged(loc, exc) from None
+        if not store.checked and not create:
+            warnings.warn(UnverifiedStore(unverified_note(loc)), stacklevel=3)
+        return store
+
+    # -- checking -----------------------------------------------------------------------------
+
+    def verify(self) -> str | None:
+        """Check the whole store, or raise :class:`StoreDamaged`; returns a note on what could not be
+        checked, if anything. A local store whose manifest is the tables' last word: every recorded
+        file's size and SHA-256. Otherwise (no manifest, a run that did not finish, another writer, a
+        store at a URL) every chunk against its checksum; a local store's search index is then rebuilt
+        and its files recorded anew by :meth:`finish` and :meth:`seal` (:attr:`needs_finish`)."""
+        self.needs_finish = False
+        note = None if self.checked else unverified_note(self.location)
+        if self._root is None:
+            self.verify_rows()
+            return note
+        manifest = self._manifest
+        current = manifest is not None and manifest.complete and manifest.versions == self._versions()
+        if manifest is not None:
+            problem = integrity.file_problem(self._root, manifest, strict=current, verified=self._intact)
+            if problem:
+                raise damaged_because(self.location, problem)
+        if not current:
+            self.verify_rows()
+            self.needs_finish = True
+            if note is None and manifest is not None:
+                note = (f"the store at {self.location} was last written by a run that did not finish (or by another "
+                        "program): every chunk was checked against its checksum, and the search index is rebuilt")
+        return note
+
+    def verify_rows(self) -> None:
+        """Check every chunk against the checksum written with it (none to check in a store from
+        before checksums); :class:`StoreDamaged` names the first that differs."""
+        if not self.checked:
+            return
+        with _reading(self.location):
+            reader = self._chunks.search().select([*_FIELDS, "vector", COLUMN]).limit(None).to_batches(VERIFY_ROWS)
+            for batch in reader:
+                self._check_rows(batch)
+
+    def _check_rows(self, batch: Any) -> None:
+        """Every row of an Arrow record batch against its checksum."""
+        cols = [batch.column(f).to_pylist() for f in _FIELDS]
+        vec = batch.column("vector")
+        flat = vec.flatten().to_numpy(zero_copy_only=False)
+        stored = batch.column(COLUMN).to_pylist()
+        if vec.null_count or len(flat) != len(batch) * DIM:  # a vector gone: no checksum can match
+            i = next((i for i, v in enumerate(vec.to_pylist()) if v is None), 0)
+            raise damaged_because(self.location, f"chunk {cols[0][i]!r} of {cols[1][i]} has lost its vector")
+        sums = integrity.row_checksums(cols, flat.reshape(len(batch), DIM))
+        for i, (want, got) in enumerate(zip(stored, sums)):
+            if want != got:
+                raise damaged_because(self.location, f"chunk {cols[0][i]!r} of {cols[1][i]} is not what was written: "
+                                                     "its text, vector or place differs from its checksum")
+
+    def _versions(self) -> dict[str, int]:
+        with _reading(self.location):
+            return {CHUNKS: int(self._chunks.version), FILES: int(self._files.version),
+                    SETTINGS: int(self._db.open_table(SETTINGS).version)}
+
+    def _begin(self) -> None:
+        """Before the first write: mark the manifest unfinished, so a run stopped midway is noticed."""
+        if self._writing:
+            return
+        self._writing = True
+        if self._root is not None and self._manifest is not None and self._manifest.complete:
+            self._manifest = Manifest(False, self._manifest.versions, self._manifest.files)
+            integrity.write_manifest(self._root, self._manifest)
+
+    def seal(self) -> None:
+        """After a run's writes (and :meth:`finish`): record every file of a local store, its size and
+        SHA-256, and the tables' versions, atomically. Nothing to do if nothing was written and the
+        manifest is current."""
+        if self._root is None or not (self._writing or self.needs_finish):
+            return
+        self._manifest = integrity.snapshot(self._root, (CHUNKS, FILES, SETTINGS), self._versions(), self._intact)
+        integrity.write_manifest(self._root, self._manifest)
+        self._writing = False
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -223,10 +341,12 @@ class LanceStore:
         rows = [r for _, _, group in files for r in group]
         with _reading(self.location):
             if rows:
-                self._chunks.add(_arrow(rows))
+                self._chunks.add(_arrow(rows, self.checked))
             self._files.add([{"source": s, "sha256": h, "chunks": len(group)} for s, h, group in files])
 
     def delete_sources(self, sources: Sequence[str]) -> None:
+        if sources:
+            self._begin()
         for i in range(0, len(sources), 500):  # one filter per 500 paths keeps the SQL small
             where = f"source IN ({', '.join(_quote(s) for s in sources[i:i + 500])})"
             with _reading(self.location):
@@ -236,6 +356,7 @@ class LanceStore:
     def finish(self) -> None:
         """After a batch of writes: rebuild the full-text index (and the ANN index past ANN_ROWS),
         and compact the tables' fragments."""
+        self._begin()
         with _reading(self.location):
             self._finish()
 
@@ -276,12 +397,18 @@ class LanceStore:
             return [r["id"] for r in q.limit(k).select(["id", "_score"]).to_list()]
 
     def get(self, ids: Sequence[str]) -> list[Row]:
+        """The chunks with these ids, each checked against its checksum (:class:`StoreDamaged` if
+        one differs; a store from before checksums is read unchecked)."""
         if not ids:
             return []
         where = f"id IN ({', '.join(_quote(i) for i in ids)})"
+        columns = [*_FIELDS, "vector", COLUMN] if self.checked else list(_FIELDS)
         with _reading(self.location):
-            found = self._chunks.search().where(where).select(list(_FIELDS)).limit(len(ids)).to_list()
-        return [Row(**{f: r[f] for f in _FIELDS}) for r in found]
+            found = self._chunks.search().where(where).select(columns).limit(len(ids)).to_arrow()
+        if self.checked:
+            for batch in found.to_batches():
+                self._check_rows(batch)
+        return [Row(**{f: r[f] for f in _FIELDS}) for r in found.select(list(_FIELDS)).to_pylist()]
 
 
 def _table_names(db: Any) -> list[str]:
@@ -290,12 +417,14 @@ def _table_names(db: Any) -> list[str]:
     return list(names)
 
 
-def _chunk_schema() -> Any:
+def _chunk_schema(checked: bool = True) -> Any:
+    """The chunks table's columns; ``checked=False``: a store's from before checksums were kept."""
     import pyarrow as pa
 
     return pa.schema([("id", pa.string()), ("source", pa.string()), ("title", pa.string()), ("start", pa.int64()),
                       ("end", pa.int64()), ("page", pa.int32()), ("text", pa.string()), ("tokens", pa.int32()),
-                      ("sha256", pa.string()), ("vector", pa.list_(pa.float32(), DIM))])
+                      ("sha256", pa.string()), ("vector", pa.list_(pa.float32(), DIM))]
+                     + ([(COLUMN, pa.string())] if checked else []))
 
 
 def _create(db: Any, settings: Settings) -> None:
@@ -318,17 +447,21 @@ def _read_settings(db: Any, loc: str) -> Settings:
                           "re-index it with --rebuild") from None
 
 
-def _arrow(rows: Sequence[Row]) -> Any:
-    """Rows as one Arrow table (vectors as one float32 block, not a Python float per element)."""
+def _arrow(rows: Sequence[Row], checked: bool = True) -> Any:
+    """Rows as one Arrow table (vectors as one float32 block, not a Python float per element), each
+    with its checksum (``checked``)."""
     import numpy as np
     import pyarrow as pa
 
     vectors = np.asarray([r.vector for r in rows], dtype=np.float32)
     if vectors.shape != (len(rows), DIM):
         raise InputError(f"vectors must be {DIM}-dimensional, but got shape {vectors.shape}")
-    columns = [pa.array([getattr(r, f) for r in rows]) for f in _FIELDS]
+    values = [[getattr(r, f) for r in rows] for f in _FIELDS]
+    columns = [pa.array(v) for v in values]
     columns.append(pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM))
-    return pa.Table.from_arrays(columns, schema=_chunk_schema())
+    if checked:
+        columns.append(pa.array(integrity.row_checksums(values, vectors)))
+    return pa.Table.from_arrays(columns, schema=_chunk_schema(checked))
 
 
 
@@ -340,4 +473,4 @@ def open_store(location: str | Path, *, settings: Settings | None = None, create
     return LanceStore.open(location, settings=settings, create=create, rebuild=rebuild)
 
 
-__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "StoreDamaged", "is_url", "open_store"]
+__all__ = ["ANN_ROWS", "FORMAT", "LanceStore", "StoreDamaged", "UnverifiedStore", "is_url", "open_store"]

@@ -83,6 +83,17 @@ class Store(Protocol):
         """Every file whose stored chunks are not exactly what its record says, with the reason."""
         ...
 
+    needs_finish: bool  # set by verify(): finish() and seal() are due even if nothing is written
+
+    def verify(self) -> str | None:
+        """Raise :class:`~edgewise.index.lance.StoreDamaged` if the store's bytes are not the ones
+        written; else a note on what could not be checked (or None)."""
+        ...
+
+    def seal(self) -> None:
+        """After a run's writes and :meth:`finish`: record what the store now holds, for :meth:`verify`."""
+        ...
+
     def count(self) -> int: ...
 
     def dense(self, vector: Any, k: int) -> list[str]:

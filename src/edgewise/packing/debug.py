@@ -2,7 +2,9 @@
 
 The schema is fixed: every record in ``chunks`` carries the same keys (:data:`CHUNK_KEYS`, ``None``
 where a key does not apply), so a batch of debug records is one Arrow/Parquet table.
-``input_index`` is the position in the caller's input, duplicates included.
+``input_index`` is the position in the caller's input, duplicates included. The record of a chunk
+that pruning cut (``prune=``) says so: its reason starts "pruned to K of N characters", and it has one
+key more, :data:`PRUNED_KEY`: its record of ``DebugInfo.pruned`` without the id.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ OUTCOMES = ("placed", "summarized", "truncated", "dropped")
 _OUTCOME = {"whole": "placed", "summary": "summarized", "truncated": "truncated"}
 _REASON = {"whole": "fits whole", "summary": "given summary fits where the whole chunk does not",
            "truncated": "cut at a token boundary to fit"}
+#: the key the record of a chunk pruning cut has after :data:`CHUNK_KEYS` (absent from the others):
+#: ``{"original_chars", "kept_chars", "score"}``, its record of ``DebugInfo.pruned`` without the id
+PRUNED_KEY = "pruned"
 # the reason of a chunk placed as a summary the pack wrote, by its meta.summary_source
 _WRITTEN = {"extractive": "extractive summary fits where the whole chunk does not",
             "llm": "LLM summary fits where the whole chunk does not"}
@@ -32,6 +37,11 @@ _WRITTEN = {"extractive": "extractive summary fits where the whole chunk does no
 @dataclass(eq=False)
 class DebugInfo:
     """Where every chunk went and why, and what the prompt costs.
+
+    A chunk that pruning cut (``prune=``) says so in its ``chunks`` record: the reason starts with
+    what it kept ("pruned to 59 of 1,189 characters, fits"), and the record has one key after
+    :data:`CHUNK_KEYS`, ``pruned``: its entry of ``pruned`` (``original_chars``, ``kept_chars``,
+    ``score``) without the id. A chunk cut and then left out keeps the reason it was left out.
 
     ``chunks`` (one record per input chunk, in input order) and ``dropped`` are built when first
     read, so a pack of 20,000 chunks of which 20 fit does not pay for 20,000 dicts it may never
@@ -75,7 +85,8 @@ class DebugInfo:
 
     @property
     def chunks(self) -> list[dict[str, Any]]:
-        """One record per input chunk, in input order, each with every key of :data:`CHUNK_KEYS`."""
+        """One record per input chunk, in input order, each with every key of :data:`CHUNK_KEYS` (and,
+        for a chunk pruning cut, :data:`PRUNED_KEY` after them)."""
         built = self.__dict__.get("_chunks")
         if built is None:
             built = self.__dict__["_chunks"] = self.records()
@@ -101,6 +112,8 @@ class DebugInfo:
             value = getattr(self, name)
             if name == "pruned":
                 value = copy.deepcopy(value)  # nested: sentence spans
+            elif name == "chunks":  # a pruned chunk's record nests its pruning record
+                value = [_copied(r) for r in value]
             elif isinstance(value, list):
                 value = [dict(v) if isinstance(v, dict) else v for v in value]
             elif isinstance(value, dict):
@@ -116,6 +129,13 @@ class DebugInfo:
         return isinstance(other, DebugInfo) and self.to_dict() == other.to_dict()
 
     __hash__ = None  # type: ignore[assignment] - mutable, like the dataclass it was
+
+
+def _copied(record: dict[str, Any]) -> dict[str, Any]:
+    out = dict(record)
+    if (cut := out.get(PRUNED_KEY)) is not None:
+        out[PRUNED_KEY] = dict(cut)
+    return out
 
 
 # to_dict's keys, in the order they have always been written
@@ -185,15 +205,17 @@ def build(trace: PackTrace) -> DebugInfo:
         estimated=t.estimated,
         cache_prefix_tokens=t.cache_prefix_tokens,
         strategy=t.strategy, layout=t.layout, scorer=t.scorer, render_passes=t.passes,
-        records=partial(_records, rendered, t.input_index, t.ranked, *left),
+        records=partial(_records, rendered, t.input_index, t.ranked, *left, cuts=t.pruned),
         dropped_records=partial(_dropped, t.input_index, *left[2:]),
         summaries=t.summaries, placement=t.placement,
     )
 
 
 def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequence[Chunk], items: list[Item],
-             tokens: list[int], dropped: list[tuple[Chunk, str]], runs: list[Run], merged: list[Merged]) -> list[dict[str, Any]]:
-    """One record per input chunk, in input order: the placed items, then those left out."""
+             tokens: list[int], dropped: list[tuple[Chunk, str]], runs: list[Run], merged: list[Merged], *,
+             cuts: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """One record per input chunk, in input order: the placed items, then those left out. ``cuts``
+    are the pruning records (``DebugInfo.pruned``): a chunk among them says it was pruned."""
     position = {cid: p for p, cid in enumerate(rendered.order)}
     section_of = {cid: name for name, ids in rendered.sections.items() for cid in ids}
     placed = [
@@ -203,6 +225,8 @@ def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequenc
          "position": position.get(it.id), "section": section_of.get(it.id), "tokens": n, "merged_into": None}
         for it, n in zip(items, tokens)
     ]
+    if cuts:
+        mark_pruned(placed, cuts)
     in_order = ids(ranked)
     rank_of = dict(zip(in_order, range(len(in_order))))
     # (id, score, reason) of each chunk left out; a lazy run's read off its columns, no chunk built
@@ -215,6 +239,8 @@ def _records(rendered: Rendered, input_index: Mapping[str, int], ranked: Sequenc
         {"id": cid, "input_index": input_index[cid], "rank": rank_of[cid], "score": score,
          "outcome": "dropped", "reason": why, "position": None, "section": None, "tokens": None,
          "merged_into": None} for cid, score, why in left_out]
+    if cuts:  # pruned, then left out (the budget): the reason is why it was left out, the key says it was cut
+        mark_pruned(out[len(placed):], cuts, reason=False)
     out += [{"id": m.id, "input_index": m.index, "rank": None, "score": None, "outcome": "dropped",
              "reason": m.reason, "position": None, "section": None, "tokens": None, "merged_into": m.kept_index}
             for m in merged]
@@ -236,6 +262,32 @@ def _dropped(input_index: Mapping[str, int], dropped: list[tuple[Chunk, str]], r
     left += [(m.index, m.id, m.reason) for m in merged]
     left.sort(key=itemgetter(0))  # input indexes are distinct
     return [{"id": cid, "input_index": at, "reason": why} for at, cid, why in left]
+
+
+def mark_pruned(records: list[dict[str, Any]], cuts: Sequence[Mapping[str, Any]], *, reason: bool = True) -> None:
+    """Give the records of the chunks pruning cut their pruning record (:data:`PRUNED_KEY`) and, with
+    ``reason``, a reason that starts with what the cut kept: "pruned to K of N characters, fits".
+    ``records`` must not hold a merged duplicate's (it shares its id with the chunk kept)."""
+    by_id = {c["id"]: c for c in cuts}
+    for r in records:
+        if (cut := by_id.get(r["id"])) is None:
+            continue
+        r[PRUNED_KEY] = {k: v for k, v in cut.items() if k != "id"}
+        if reason:
+            r["reason"] = _pruned_reason(cut, r["reason"])
+
+
+def _pruned_reason(cut: Mapping[str, Any], reason: str) -> str:
+    """The reason of a placed chunk pruning cut: what it kept, then how it went in.
+
+    >>> cut = {"original_chars": 1189, "kept_chars": 59}
+    >>> _pruned_reason(cut, "fits whole")
+    'pruned to 59 of 1,189 characters, fits'
+    >>> _pruned_reason(cut, "cut at a token boundary to fit")
+    'pruned to 59 of 1,189 characters, then cut at a token boundary to fit'
+    """
+    kept = f"pruned to {cut['kept_chars']:,} of {cut['original_chars']:,} characters"
+    return f"{kept}, fits" if reason == _REASON["whole"] else f"{kept}, then {reason}"
 
 
 def _summary_reason(chunk: Chunk) -> str:

@@ -10,7 +10,8 @@ scorer loads one the user already has:
 
 Query and text go in as a sentence pair; the score is the single logit (or, for a two-class head,
 ``logit[1] - logit[0]``). Pairs are batched by length and padded to each batch's own length, and
-scores are cached by a hash of (query, text).
+scores are cached by a hash of (query, text). The work's deadline (:mod:`edgewise.score.deadline`)
+is checked before each batch.
 
 >>> get_scorer("cross:/nonexistent")
 Traceback (most recent call last):
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from . import get_scorer, scorer  # noqa: F401  (get_scorer: for the doctest)
+from . import deadline, get_scorer, scorer  # noqa: F401  (get_scorer: for the doctest)
 from .dense import EmbeddingCache
 from .onnx import EXTRA_HINT, Encoder, batches, need, onnx_session
 
@@ -99,6 +100,7 @@ class CrossEncoderScorer:
         if self.kind == "onnx":
             encs = self._encoder.encode(split)
             for batch in batches([len(e.ids) for e in encs], self.batch_size):
+                deadline.check()  # past the work's deadline: stop between batches
                 feed = Encoder.pad([encs[i] for i in batch], self._inputs)
                 logits = self._model.run([self._output], feed)[0]
                 for row, i in enumerate(batch):
@@ -107,6 +109,7 @@ class CrossEncoderScorer:
             import torch
 
             for start in range(0, len(split), self.batch_size):
+                deadline.check()
                 part = split[start : start + self.batch_size]
                 enc = self._hf_tok([q for q, _ in part], [t for _, t in part], padding=True, truncation=True,
                                    max_length=self.max_length, return_tensors="pt")

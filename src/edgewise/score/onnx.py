@@ -10,7 +10,8 @@ What ``dense`` and ``cross`` share, tuned for small CPUs:
 - :func:`batches` and :class:`Encoder`: texts are tokenized once, **sorted by length and batched
   in buckets**, and each batch is padded to its own longest member, so short texts cost what they
   are;
-- :class:`OnnxModel`: a model file and its tokenizer, loaded on first use, run bucket by bucket.
+- :class:`OnnxModel`: a model file and its tokenizer, loaded on first use, run bucket by bucket,
+  with the work's deadline (:mod:`edgewise.score.deadline`) checked before each bucket.
 
 Importing this module is free: onnxruntime, numpy and tokenizers load when a model is first run.
 
@@ -27,8 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from . import deadline
 
 EXTRA_HINT = "pip install -e '.[models]' (in an edgewise checkout)"
+ENCODE_SLICE = 1024  # texts tokenized per call (the deadline is checked between calls)
 
 
 def need(module: str, what: str) -> Any:
@@ -176,19 +179,37 @@ class OnnxModel:
 
     def run(self, texts: Sequence[str] | Sequence[tuple[str, str]]) -> Iterator[tuple[list[int], dict[str, Any], Any]]:
         """For each length bucket: the indexes of its texts, the padded inputs fed to the model
-        and the model's first output (one row per index)."""
-        encs = self.encoder.encode(texts)
+        and the model's first output (one row per index). The work's deadline
+        (:mod:`edgewise.score.deadline`) is checked between slices of tokenizing and before each
+        bucket is started: past it, :class:`~edgewise.score.deadline.Cancelled` within one bucket."""
+        at = deadline.current()
+        encs: list[Any] = []
+        for start in range(0, len(texts), ENCODE_SLICE):
+            deadline.check(at)
+            encs.extend(self.encoder.encode(texts[start:start + ENCODE_SLICE]))
         todo = batches([len(e.ids) for e in encs], self.batch_size)
         feeds = (Encoder.pad([encs[i] for i in batch], self._inputs) for batch in todo)
         if self._workers == 1 or len(todo) == 1:
             for batch, feed in zip(todo, feeds):
+                deadline.check(at)
                 yield batch, feed, self._session.run([self._output], feed)[0]
             return
-        from concurrent.futures import ThreadPoolExecutor
+        from collections import deque
+        from concurrent.futures import Future, ThreadPoolExecutor
 
-        def one(feed: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-            return feed, self._session.run([self._output], feed)[0]
+        def one(feed: dict[str, Any]) -> Any:
+            deadline.check(at)  # runs queued past the deadline end at once
+            return self._session.run([self._output], feed)[0]
 
+        # runs are queued as they are padded, a window of them per thread (enough to keep the threads
+        # busy), not all at once: past the deadline no more are queued and the queued ones end at once
         with ThreadPoolExecutor(self._workers, thread_name_prefix="edgewise-onnx") as pool:
-            for batch, (feed, out) in zip(todo, pool.map(one, feeds)):
-                yield batch, feed, out
+            window: deque[tuple[list[int], dict[str, Any], Future[Any]]] = deque()
+            for batch, feed in zip(todo, feeds):
+                deadline.check(at)
+                window.append((batch, feed, pool.submit(one, feed)))
+                if len(window) > 16 * self._workers:
+                    done, fed, future = window.popleft()
+                    yield done, fed, future.result()
+            for done, fed, future in window:
+                yield done, fed, future.result()

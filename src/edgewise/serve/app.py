@@ -61,7 +61,8 @@ def capabilities(config: ServeConfig) -> dict[str, Any]:
     out["proxy"] = config.upstream is not None
     out["limits"] = {"max_body_bytes": config.max_body_bytes, "max_chunks": config.max_chunks,
                      "max_chars": config.max_chars, "timeout_s": config.timeout_s, "threads": config.threads,
-                     "queue": config.queue, "max_asset_bytes": config.max_asset_bytes}
+                     "queue": config.queue, "max_asset_bytes": config.max_asset_bytes,
+                     "max_model_texts": config.max_model_texts}
     return out
 
 
@@ -81,7 +82,7 @@ def _warm(app: FastAPI, scorers: list[tuple[str, Any]]) -> None:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     config: ServeConfig = app.state.config
     packer = app.state.packer
-    app.state.admission = Admission(config.threads, config.queue)
+    app.state.admission = Admission(config.threads, config.queue, config.max_model_texts)
     scorers = []
     for spec in config.preload:  # resolved now: a bad name or a path outside the assets stops the start
         resolved = resolve_spec("scorers", PackOptions(scorer=spec).scorer, app.state.assets)

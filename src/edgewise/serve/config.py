@@ -82,11 +82,12 @@ class ServeConfig:
     keep_alive_s: float = 5.0  # an idle connection between requests is closed after it
     max_connections: int = 1000  # open connections per process; past it the oldest idle one is closed
     order: str = "edges"  # the placement of every request that names no order (a request's own order wins)
+    max_model_texts: int = 5000  # texts a request may send through a model (estimated before it starts): 422 past it
 
     def __post_init__(self) -> None:
         check_int("port", self.port, minimum=0, error=ConfigError)
         for name in ("workers", "max_body_bytes", "max_chunks", "max_chars", "threads", "max_asset_bytes",
-                     "max_header_bytes", "max_headers", "max_connections"):
+                     "max_header_bytes", "max_headers", "max_connections", "max_model_texts"):
             check_int(name, getattr(self, name), minimum=1, error=ConfigError)
         check_int("queue", self.queue, minimum=0, error=ConfigError)
         for name in ("timeout_s", "upstream_timeout_s", "header_timeout_s", "keep_alive_s"):

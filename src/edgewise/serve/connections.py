@@ -20,6 +20,13 @@ parser is used (``--http``):
   none is idle the new connection is closed at once. The process's descriptor limit is raised
   to fit (up to its hard limit), and the connection limit lowered to fit it when it cannot be.
 
+* **one framing**: a request whose body length could be read two ways (``Content-Length`` given
+  twice or as a list, ``28, 28``; ``Content-Length`` beside ``Transfer-Encoding``; a
+  ``Transfer-Encoding`` other than one ``chunked``) is a 400 at once, the same under both parsers
+  (:func:`framing_problem`, run on the request line and headers before the parser reads them):
+  h11 alone would take ``28, 28`` and wait for a chunked body that never comes, httptools refuses
+  them in its own words.
+
 Errors written here, before any app runs, have the JSON body of every other error
 (:func:`edgewise.serve.errors.error_body`); so does a request the parser refuses (a malformed
 ``Content-Length``, a bad request line), which uvicorn would answer in plain text.
@@ -31,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
+import re
 import resource
 import sys
 from dataclasses import dataclass
@@ -91,6 +99,50 @@ def raw_error(status: int, type: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+
+
+def framing_problem(head: bytes, *, cut: bool = False) -> str | None:
+    """Why the body of the request whose head starts ``head`` has no single length, or None (when
+    its framing is sound, or its headers have not all come yet). Only the lines after the first
+    (the request line, or a piece of a line) and before the blank line are read; ``cut``: the
+    parser stopped inside the head, whose lines so far are read (the last one perhaps cut short).
+
+    >>> framing_problem(b"POST / HTTP/1.1\\r\\nContent-Length: 28, 28\\r\\n\\r\\n{}")
+    'Content-Length must be given once, as one number, but it came as a list'
+    >>> framing_problem(b"POST / HTTP/1.1\\r\\nContent-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n")
+    'Content-Length and Transfer-Encoding may not both be given (the body would have two lengths)'
+    >>> framing_problem(b"POST / HTTP/1.1\\r\\nContent-Length: 2,"), framing_problem(b"POST / HTTP/1.1\\r\\nContent-Length: 2,", cut=True)
+    (None, 'Content-Length must be given once, as one number, but it came as a list')
+    """
+    head = head.lstrip(b"\r\n")  # empty lines before a request line are skipped (RFC 9112, 2.2)
+    end = _HEAD_END.search(head)
+    if end is None and not cut:
+        return None
+    lines = (head if end is None else head[:end.start()]).split(b"\n")[1:]
+    lengths: list[bytes] = []
+    codings: list[bytes | None] = []
+    for i, line in enumerate(lines):
+        name, colon, value = line.partition(b":")
+        name = name.lower()
+        if colon and name == b"content-length":
+            lengths.append(value.strip())
+        elif colon and name == b"transfer-encoding":  # a value cut short is not read
+            codings.append(None if end is None and i == len(lines) - 1 else value.strip())
+    if lengths and codings:
+        return "Content-Length and Transfer-Encoding may not both be given (the body would have two lengths)"
+    if len(lengths) > 1:
+        return f"Content-Length must be given once, as one number, but it came {len(lengths)} times"
+    if lengths and b"," in lengths[0]:
+        return "Content-Length must be given once, as one number, but it came as a list"
+    if len(codings) > 1:
+        return f"Transfer-Encoding must be given once, as chunked, but it came {len(codings)} times"
+    if codings and codings[0] is not None and codings[0].lower() != b"chunked":
+        return (f"Transfer-Encoding must be chunked (the only coding served), "
+                f"but got {codings[0].decode('latin-1')!r}")
+    return None
+
+
 class _Guard:
     """What both protocols add; the parser-specific parts are :meth:`_in_head` and the hooks."""
 
@@ -104,6 +156,7 @@ class _Guard:
         super().connection_made(transport)  # type: ignore[misc]
         self._head_bytes, self._heads, self._timer, self._since = 0, 0, None, self.loop.time()
         self._refused = False
+        self._head_seen = bytearray()  # the head of the request being read, as far as it came (framing_problem)
         self._arm()  # a connection that never sends its request is closed at the header deadline
         _make_room(self)
 
@@ -130,6 +183,7 @@ class _Guard:
     def _head_done(self) -> None:
         self._disarm()
         self._head_bytes = 0
+        self._head_seen = bytearray()
         self._heads += 1  # request heads parsed on this connection
 
     def _head_late(self) -> None:
@@ -170,6 +224,10 @@ class _Guard:
             if self._timer is None:  # the first byte of a request on a kept-alive connection
                 self._arm()
             room = LIMITS.max_header_bytes - self._head_bytes
+            piece = data[:room]
+            if _HEAD_END.search(self._head_seen[-3:] + piece) and self._bad_framing(bytes(self._head_seen) + piece):
+                return  # only when the head may end in this piece: a head sent a byte at a time costs no more
+            self._head_seen += piece
             if len(data) > room:  # feed what may still be headers; the rest only if they ended in it
                 head, data, heads = data[:room], data[room:], self._heads
                 self._head_bytes += len(head)
@@ -183,14 +241,23 @@ class _Guard:
                 self._head_bytes += len(data)
         self._feed(data)
 
+    def _bad_framing(self, head: bytes) -> bool:
+        """Refuse a request head whose body length is ambiguous (a 400, the connection closed)."""
+        problem = framing_problem(head)
+        if problem is not None:
+            self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1: {problem}")
+        return problem is not None
+
     def _feed(self, data: bytes) -> None:
         super().data_received(data)  # type: ignore[misc]
 
     def send_400_response(self, msg: str) -> None:
-        """What uvicorn calls when the parser refuses a request: edgewise's JSON error instead of text."""
+        """What uvicorn calls when the parser refuses a request: edgewise's JSON error instead of text
+        (a parser that stops at the comma of ``Content-Length: 28,`` gets the message of the whole head)."""
         problem = sys.exc_info()[1]  # called while uvicorn handles the parser's error
         detail = f": {problem}" if problem is not None and str(problem) else ""
-        self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1{detail}")
+        framing = framing_problem(bytes(self._head_seen), cut=True) if self._in_head() else None
+        self._refuse(400, "bad_request", f"the request is not valid HTTP/1.1{detail if framing is None else ': ' + framing}")
 
 
 def _make_room(new: Any) -> None:
@@ -216,6 +283,11 @@ class GuardedH11(_Guard, H11Protocol):  # type: ignore[misc]
             self._head_done()
 
     def on_response_complete(self) -> None:
+        if self.conn.their_state is h11.DONE:  # what came after the request (pipelined) is h11's to read next
+            buffered = self.conn.trailing_data[0]
+            if self._bad_framing(buffered):
+                return  # refused before h11 reads it
+            self._head_seen = bytearray(buffered)
         super().on_response_complete()
         self._since = self.loop.time()
         if not self._in_head():  # a pipelined request already parsed

@@ -1,17 +1,19 @@
 """The endpoints: ``/v1/*`` (API key when set), the probes and ``/metrics``.
 
-Each ``/v1`` endpoint checks the request's size (chunks, characters) in the event loop, then runs
-its :mod:`edgewise.serve.work` function in a worker thread (:mod:`edgewise.serve.admission`: a
-pool of ``--threads``, at most ``--queue`` waiting) under the per-request deadline, and serialises
-the reply there too. Threads, not processes: the work is
+Each ``/v1`` endpoint checks the request's size (chunks, characters) and estimates its model work
+(:mod:`edgewise.serve.cost`) in the event loop, then runs its :mod:`edgewise.serve.work` function
+in a worker thread (:mod:`edgewise.serve.admission`: refused over ``--max-model-texts``, else in
+the small or the model lane, each a pool of ``--threads`` with at most ``--queue`` waiting) under
+the per-request deadline, and serialises the reply there too. Threads, not processes: the work is
 short (a pack of 200 chunks is about a millisecond of CPU), a process pool would pickle every
 request and reply and hold a copy of each model per process, and the tokenizers and the ONNX
 models release the GIL. Measured (``benchmarks/serve_pool.py``, ``docs/bench/serve-pool.txt``,
 200 chunks, a shared 2-core machine): 9.5 ms a request in a thread, 11.5 ms through a process
 pool, 7.4 ms inline (which blocks the loop); with 4 requests at once the loop's worst lag was
 41 ms with threads and 14 ms with processes, short enough for probes and new connections. For more cores, run more uvicorn workers (``--workers``): the service keeps no state. A
-request past its deadline gets a 504 at once; its thread cannot be interrupted and finishes in
-the background, holding its place in the pool, so the threads never grow past ``--threads``.
+request past its deadline gets a 504 at once; its model work stops at the next inference batch
+(:mod:`edgewise.score.deadline`), other work finishes in the background, holding its place in
+its lane, so the threads never grow past two lanes of ``--threads``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
-from . import codec, work
+from . import codec, cost, work
 from .errors import ApiError
 from .limits import check_request, check_unicode, count_chars
 from .metrics import SCOPE_KEY
@@ -105,8 +107,8 @@ async def run(request: Request, fn: Callable[..., Any], body: Any) -> Response:
         data = codec.write(result, fast=fast)
         return data, work.summary(result)
 
-    try:  # a pool of --threads threads, --queue waiting at most (503 past it); never started past the deadline
-        data, summary = await state.admission.run(call, config.timeout_s)
+    try:  # by its model texts: refused over --max-model-texts, else in its lane (503 when full), under the deadline
+        data, summary = await state.admission.run(call, config.timeout_s, cost.estimate(body, order=config.order))
     except TimeoutError:
         raise ApiError(504, "timeout", f"the request took longer than {config.timeout_s:g} s (--timeout)") from None
     info.update(summary)
