@@ -8,7 +8,9 @@ published schema: ``response.created``, ``response.in_progress``, ``response.out
 ``response.content_part.added``, ``response.output_text.delta``..., ``response.output_text.done``,
 ``response.content_part.done``, ``response.output_item.done``, ``response.completed``), and for the
 memory tests replies of any size made on the fly (``GET /v1/blobs/{bytes}``, a chat completion with
-model ``big-{bytes}``), and a slow answer (``GET /v1/sleep/{seconds}``). ``POST``/``PUT`` to ``/v1/uploads`` count and hash the body as it arrives.
+model ``big-{bytes}``, and with model ``text-{bytes}`` one whose answer is that many bytes of text,
+sent chunked), and a slow answer (``GET /v1/sleep/{seconds}``). ``POST``/``PUT`` to ``/v1/uploads``
+count and hash the body as it arrives.
 
 Every request is recorded in ``seen``: ``(method, path with query, headers, body)``.
 """
@@ -49,6 +51,18 @@ def big_chat_chunks(size: int) -> Iterator[bytes]:
         yield b"x" * n
         left -= n
     yield tail
+
+
+def big_text_chunks(size: int) -> Iterator[bytes]:
+    """A chat completion whose answer is ``size`` bytes of text, made piece by piece (no length is
+    known up front: it is sent chunked)."""
+    yield b'{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"'
+    left = size
+    while left > 0:
+        n = min(left, 65536)
+        yield b"la " * (n // 3) + b"l" * (n % 3)
+        left -= n
+    yield b'"},"finish_reason":"length"}]}'
 
 
 def embedding(text: str) -> list[float]:
@@ -129,6 +143,19 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+    def _chunked(self, kind: str, chunks: Iterator[bytes]) -> None:
+        """A reply of unknown length: HTTP/1.1 chunked, each piece as it is made."""
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for piece in chunks:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def _events(self, events: list[tuple[str | None, object]]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -175,8 +202,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         raw = b"".join(self._pieces())
         self._record(raw)
-        try:
-            body = json.loads(raw)
+        try:  # an integer too long for int() is read as a float: what matters is the raw body, recorded
+            body = json.loads(raw, parse_int=lambda s: int(s) if len(s) <= 4000 else float(s))
         except ValueError as e:
             self._json({"error": {"message": f"the fake could not read the body: {e}", "type": "invalid_request"}}, 400)
             return
@@ -217,6 +244,8 @@ class Handler(BaseHTTPRequestHandler):
         if model.startswith("big-"):
             size = int(model.removeprefix("big-"))
             self._sized(size, "application/json", big_chat_chunks(size))
+        elif model.startswith("text-"):  # an answer of that many bytes, whatever max_tokens says
+            self._chunked("application/json", big_text_chunks(int(model.removeprefix("text-"))))
         else:
             self._json({"object": "chat.completion", "received": body}, headers=[("x-upstream", "fake")])
 

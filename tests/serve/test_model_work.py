@@ -22,7 +22,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 from edgewise.score import deadline  # noqa: E402
-from edgewise.serve.cost import Cost, estimate  # noqa: E402
+from edgewise.serve.cost import Cost, estimate, proxy_cost  # noqa: E402
 from edgewise.serve.schemas import (  # noqa: E402
     HighlightRequest,
     PackRequest,
@@ -85,11 +85,27 @@ def test_the_estimate_counts_the_texts_a_model_would_read():
         13, ("4 to score the chunks with dense", "9 for the sentence model (prune)"))
 
 
+def test_a_proxied_request_costs_what_packing_its_documents_would():
+    docs = ["One. Two. Three.", "One sentence."]
+    chat = lambda **field: {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}],  # noqa: E731
+                            "edgewise": {"documents": docs, **field}}
+    assert proxy_cost(chat()).texts == 0  # the given order: no model
+    assert proxy_cost(chat(scorer="dense")) == Cost(3, ("3 to score the chunks with dense",))
+    assert proxy_cost(chat(prune=0.3)).texts == 5
+    assert proxy_cost(chat(), order="auto").texts == 5  # the request's model: its profile may prune
+    marked = {"model": "m", "messages": [{"role": "user", "name": "edgewise_documents", "content": '["A. B."]'},
+                                         {"role": "user", "content": "q"}]}
+    assert proxy_cost(marked, order="auto").texts == 3
+    assert proxy_cost({"model": "m", "messages": []}) == proxy_cost({"edgewise": 7}) == Cost()  # nothing to pack
+
+
 # -- refused before any work ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory) -> Iterator[dict]:
-    with serve(tmp_path_factory.mktemp("limited"), "--max-model-texts", "100", "--timeout", "20") as server:
+    # the upstream is a closed loopback port: a proxied request refused by cost never reaches it
+    with serve(tmp_path_factory.mktemp("limited"), "--max-model-texts", "100", "--timeout", "20",
+               "--upstream", "http://127.0.0.1:9/v1") as server:
         with httpx.Client(base_url=server["url"], timeout=30) as client:
             server["client"] = client
             yield server
@@ -118,6 +134,11 @@ def test_a_request_over_the_cost_limit_is_refused_before_any_work_starts(limited
     assert client.post("/v1/prune", json={"query": "rivers", "chunks": passages(600), "scorer": "lexical"}).status_code == 200
     assert client.post("/v1/pack", json={"query": "rivers", "chunks": passages(2000)}).status_code == 200
     assert client.get("/v1/capabilities").json()["limits"]["max_model_texts"] == 100
+    # the proxy: the same limit, before packing and before the upstream is called
+    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "rivers?"}],
+            "edgewise": {"documents": passages(150), "scorer": "cross:missing", "rescore": True}}
+    r = client.post("/v1/chat/completions", json=chat)
+    assert (r.status_code, r.json()["error"]["type"]) == (422, "edgewise_too_costly")
 
 
 def test_the_limit_is_a_flag_checked_at_start(tmp_path):

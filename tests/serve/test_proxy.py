@@ -4,8 +4,8 @@
 The model is registered from a models file with its own tokenizer (``gguf:PATH``), so the budget is
 counted in Gemma's tokens; llama.cpp reports the prompt tokens it evaluated (``usage.prompt_tokens``)
 and the test holds ``x-edgewise-prompt-tokens`` to it: equal under the ``gemma`` chat-format rule
-(4 tokens a message, 4 for ``<bos>`` and the reply header), and exactly ``messages + 1`` under
-OpenAI's 3/1/3 rule. Only the plumbing and the counts are asserted: what a 270M model answers
+(4 tokens a message, 4 for ``<bos>`` and the reply header, nothing for a system message, which
+llama.cpp's gemma format leaves out), and exactly ``messages + 1`` under OpenAI's 3/1/3 rule. Only the plumbing and the counts are asserted: what a 270M model answers
 proves nothing.
 """
 
@@ -86,6 +86,30 @@ def test_a_conversation_counts_the_same_too(proxy):
                    timeout=120)
     assert r.status_code == 200, r.text
     assert r.json()["usage"]["prompt_tokens"] == int(r.headers["x-edgewise-prompt-tokens"]) + len(messages) + 1
+
+
+SYSTEM = {"role": "system", "content": "You are terse: answer in one word, without punctuation."}
+
+
+def test_a_system_message_under_gemma_counts_what_llama_cpp_renders(proxy):
+    # llama.cpp's gemma chat format renders only user and model turns: the system message is left out of
+    # the prompt, and the gemma rule counts it as nothing (it used to count 4 + its tokens: 296 for 288)
+    plain = body(GEMMA)
+    r = httpx.post(proxy + "/v1/chat/completions", json=plain, timeout=120)
+    assert r.status_code == 200, r.text
+    with_system = body({**GEMMA, "debug": True}, messages=[SYSTEM, {"role": "user", "content": QUESTION}])
+    s = httpx.post(proxy + "/v1/chat/completions", json=with_system, timeout=120)
+    assert s.status_code == 200, s.text
+    reply = s.json()
+    assert reply["usage"]["prompt_tokens"] == int(s.headers["x-edgewise-prompt-tokens"])
+    assert reply["usage"]["prompt_tokens"] == r.json()["usage"]["prompt_tokens"]  # it rendered the same prompt
+    assert reply["edgewise"]["kept_messages"] == [0, 1]  # the system message is still forwarded, as sent
+    # a conversation with a system message, too
+    messages = [SYSTEM, {"role": "user", "content": "Hello there."}, {"role": "assistant", "content": "Hi! How can I help?"},
+                {"role": "user", "content": QUESTION}]
+    s = httpx.post(proxy + "/v1/chat/completions", json=body(GEMMA, messages=messages), timeout=120)
+    assert s.status_code == 200, s.text
+    assert s.json()["usage"]["prompt_tokens"] == int(s.headers["x-edgewise-prompt-tokens"])
 
 
 def sse_text(lines: list[str]) -> str:

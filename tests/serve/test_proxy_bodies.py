@@ -35,11 +35,14 @@ MB = 1024 * 1024
 # -- the rules, no server --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("raw", "message"), [
-    (b'{"seed": ' + BIG.encode() + b"}",
-     "integers in the body may have at most 4300 digits (Python's int_max_str_digits), but one has 5000"),
+    # the numbers edgewise reads itself, its field's: finite, and integers that int() reads
+    (b'{"edgewise": {"budget": ' + BIG.encode() + b"}}",
+     "integers in the body may have at most 4300 digits (Python's int_max_str_digits), but edgewise.budget has 5000"),
+    (b'{"edgewise": {"documents": [{"text": "a", "score": 1e999}]}}',
+     "numbers in the body must be finite JSON numbers, but edgewise.documents[0].score is 1e999, beyond a double "
+     "(±1.8e308)"),
     (b'{"t": NaN}', "numbers in the body must be finite JSON numbers, but got NaN"),
     (b'{"t": -Infinity}', "numbers in the body must be finite JSON numbers, but got -Infinity"),
-    (b'{"t": 1e999}', "numbers in the body must be finite JSON numbers, but 1e999 is beyond a double (±1.8e308)"),
     (b'{"messages": [{"content": "a\\ud800b"}]}',
      "strings in the body must be valid Unicode, but messages[0].content holds a lone surrogate (U+D800) at character 1"),
     (b'{"\\udfff": 1}', "strings in the body must be valid Unicode, but a key of the body holds a lone surrogate "
@@ -114,17 +117,15 @@ def post(base: str, path: str, raw: bytes) -> httpx.Response:
     return httpx.post(base + path, content=raw, headers={"content-type": "application/json"}, timeout=30)
 
 
-def with_big_number(body: dict) -> bytes:
-    return json.dumps({**body, "seed": 0}).replace('"seed": 0', f'"seed": {BIG}').encode()
-
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/embeddings"])
-def test_a_5000_digit_number_is_a_400_and_nothing_reaches_the_upstream(proxy, upstream, path):
-    body = {**CHAT, "input": "What is the capital of France?", "edgewise": DOCS}
+def test_a_5000_digit_number_in_the_field_is_a_400_and_nothing_reaches_the_upstream(proxy, upstream, path):
+    body = {**CHAT, "input": "What is the capital of France?", "edgewise": {**DOCS, "budget": 0}}
     n = len(upstream.seen)
-    r = post(proxy[1], path, with_big_number(body))
+    r = post(proxy[1], path, json.dumps(body).replace('"budget": 0', f'"budget": {BIG}').encode())
     assert (r.status_code, r.json()) == (400, {"error": {"type": "edgewise_invalid_json", "message":
-            "integers in the body may have at most 4300 digits (Python's int_max_str_digits), but one has 5000"}})
+            "integers in the body may have at most 4300 digits (Python's int_max_str_digits), but edgewise.budget "
+            "has 5000"}})
     assert r.headers["x-edgewise-error"] == "1"
     assert len(upstream.seen) == n
 

@@ -13,7 +13,8 @@ The budget (the counting rule, ``ChatFormat``): the forwarded prompt costs, per 
 ``per_message + count(role) + count(content text) [+ per_name + count(name)]`` plus the JSON of any
 other field (``tool_calls``...), plus ``reply`` tokens priming the reply, plus the JSON of ``tools``.
 OpenAI documents 3/1/3 for cl100k and o200k chat models (``openai``); Gemma's template costs 4 per
-message and 4 for ``<bos>`` plus the reply header (``gemma``). The documents get::
+message and 4 for ``<bos>`` plus the reply header, and leaves system messages out (``gemma``,
+llama.cpp's ``gemma`` chat format). The documents get::
 
     context_window - reply (max_completion_tokens | max_tokens | reply_tokens)
       - the messages always kept (system/developer, the last user message's frame, what follows it)
@@ -40,11 +41,11 @@ from typing import Any
 from ..checks import check_bool, check_int, check_number
 from ..errors import BudgetError, ConfigError, InputError
 from ..options import DEFAULT_TOKENIZER, PackOptions
-from .chatformat import TEXT_PARTS, ChatFormat, chat_format, message_tokens, text_of
+from .chatformat import SYSTEM_ROLES, TEXT_PARTS, ChatFormat, chat_format, message_tokens, text_of
+from .rawjson import dumps
 
 FIELD = "edgewise"
 MARK = "edgewise_documents"
-SYSTEM_ROLES = ("system", "developer")
 DEFAULT_REPLY_TOKENS = 512
 PROXY_KEYS = ("documents", "context_window", "history_share", "reply_tokens", "chat_format", "debug")
 PACK_KEYS = tuple(name for name in PackOptions.names() if name != "model")  # the request's model is the model
@@ -91,7 +92,7 @@ class Plan:
             "x-edgewise-dropped-messages": str(len(self.dropped_messages)),
         }
         if self.want_debug:
-            out["x-edgewise-debug"] = json.dumps(self.summary(), separators=(",", ":"), ensure_ascii=True)
+            out["x-edgewise-debug"] = json.dumps(self.summary(), separators=(",", ":"), ensure_ascii=True, default=repr)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -155,9 +156,13 @@ def extract(body: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, A
 
 
 def _marked_options(message: Mapping[str, Any]) -> Any:
+    """The marked message's content, read as the ``edgewise`` field is: a content that breaks one of
+    the body's rules (a lone surrogate, a number beyond a double...) is the same 400, naming it."""
+    from .readbody import read_options
+
     text = text_of(message.get("content"))[0]
     try:
-        return json.loads(text)
+        return read_options(text)
     except ValueError as e:
         raise InputError(f"the content of the message named {MARK!r} must be JSON (a documents list or an "
                          f"object with documents), but it does not parse: {e}") from None
@@ -348,7 +353,7 @@ def _reply(body: Mapping[str, Any], opts: Mapping[str, Any], keys: tuple[str, ..
 
 def _tools_tokens(body: Mapping[str, Any], count: Callable[[str], int]) -> int:
     """Tool definitions count as their compact JSON (the provider's own rendering is not published)."""
-    return sum(count(json.dumps(body[k], separators=(",", ":"), ensure_ascii=False))
+    return sum(count(dumps(body[k], compact=True, allow_nan=True))
                for k in ("tools", "functions") if body.get(k))
 
 

@@ -118,3 +118,20 @@ def estimate(body: Any, *, order: str | None = None) -> Cost:
         chunks = [body.text] if body.text is not None else body.chunks or []
         return sentence_cost(body.scorer, chunks, ["highlight"])
     return FREE
+
+
+def proxy_cost(body: Mapping[str, Any], order: str | None = None) -> Cost:
+    """The model texts of a proxied request: its documents packed under its ``edgewise`` options,
+    for the request's own ``model`` (whose profile ``order="auto"`` may prune by). A body whose
+    documents cannot be read counts nothing here; the packing refuses it."""
+    from ..errors import EdgewiseError
+    from .conversation import extract
+
+    try:
+        opts = extract(body)[0]
+    except EdgewiseError:
+        return FREE
+    if opts is None:
+        return FREE
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    return pack_cost(opts["documents"], {**opts, "model": model}, order)

@@ -4,7 +4,8 @@ Two routes pack: ``POST /v1/chat/completions`` (:mod:`edgewise.serve.conversatio
 ``POST /v1/responses`` (:mod:`edgewise.serve.responses`). Their body is read (strict JSON,
 :mod:`edgewise.serve.readbody`: a body that cannot be read is a 400, never forwarded on a guess);
 one without documents is forwarded byte for byte, one with them is packed (in a worker thread:
-packing is CPU work), the ``edgewise`` field removed, and forwarded. Every other ``/v1/*`` path
+packing is CPU work), the ``edgewise`` field removed, and forwarded, every number it did not
+change spelled as it came (:mod:`edgewise.serve.rawjson`). Every other ``/v1/*`` path
 (``/v1/models``, ``/v1/embeddings``, ``/v1/completions``, files...) is forwarded unchanged
 (:mod:`edgewise.serve.passthrough`). All of them answer behind the same key, body limit and
 metrics, with the same upstream timeout.
@@ -41,6 +42,7 @@ from ..errors import EdgewiseError
 from .conversation import prepare
 from .disconnect import unless_gone
 from .errors import error_response
+from .rawjson import dumps
 from .readbody import read_json
 from .responses import prepare_response
 
@@ -98,7 +100,7 @@ class Upstream:
         raw = await request.body()
         body = read_json(raw)
         plan = await self._plan(request, body, plan_of) if isinstance(body, dict) else None
-        content = raw if plan is None else json.dumps(plan.body, ensure_ascii=False, allow_nan=False).encode()
+        content = raw if plan is None else dumps(plan.body).encode()  # every number as the client wrote it
         headers = self.headers(request, content_type=request.headers.get("content-type", "application/json"))
         got = await unless_gone(request, self.send(request, path, content, headers))
         if got is None:  # the client left before the upstream answered: the upstream call was cancelled
@@ -112,6 +114,7 @@ class Upstream:
         return self.relay(upstream, extra)
 
     async def _plan(self, request: Request, body: dict[str, Any], plan_of: Callable[..., Any]) -> Any:
+        from .cost import proxy_cost
         from .errors import ApiError
         from .limits import check_request, count_chars
         from .metrics import SCOPE_KEY
@@ -127,7 +130,7 @@ class Upstream:
 
         try:
             # packing, as every endpoint's work: the same pool and queue (503 when full), 504 past the deadline
-            plan = await state.admission.run(work, config.timeout_s)
+            plan = await state.admission.run(work, config.timeout_s, proxy_cost(body, config.order))
         except TimeoutError:
             raise ApiError(504, "timeout", f"packing took longer than {config.timeout_s:g} s (--timeout)") from None
         except EdgewiseError:
@@ -251,7 +254,7 @@ def _with_debug(data: bytes, debug: dict[str, Any]) -> bytes:
         return data
     if not isinstance(obj, dict):
         return data
-    return json.dumps({**obj, "edgewise": debug}, ensure_ascii=False).encode()
+    return json.dumps({**obj, "edgewise": debug}, ensure_ascii=False, default=repr).encode()
 
 
 def _upstream_error(exc: Exception, timeout: float, *, after_headers: bool = False, tries: int = 1) -> Response:
@@ -326,9 +329,46 @@ class Relay(Response):
             log.info("client went away mid-reply: closing the upstream response")
 
 
-PACKED_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
-    "type": "object", "properties": {
-        "edgewise": {"type": "object", "description": "documents and pack options; see docs/proxy.md"}}}}}}}
+def field_schema() -> dict[str, Any]:
+    """The JSON Schema of a packed request's ``edgewise`` field: the documents, the proxy's own
+    options, and every pack option a request may set (:func:`edgewise.serve.schemas.options_schema`,
+    less ``model``: the request's own ``model`` names it). What ``/openapi.json`` shows.
+
+    >>> schema = field_schema()
+    >>> from .conversation import PACK_KEYS, PROXY_KEYS
+    >>> set(schema["properties"]) <= {*PROXY_KEYS, *PACK_KEYS}, {"documents", "budget", "context_window"} <= set(schema["properties"])
+    (True, True)
+    """
+    from .chatformat import CHAT_FORMATS
+    from .conversation import DEFAULT_REPLY_TOKENS
+    from .schemas import CHUNK_SCHEMA, options_schema
+
+    custom = {"type": "object", "required": ["per_message", "per_name", "reply"], "additionalProperties": False,
+              "properties": {k: {"type": "integer", "minimum": 0} for k in ("per_message", "per_name", "reply")}}
+    own: dict[str, Any] = {
+        "documents": {"type": "array", "items": CHUNK_SCHEMA,
+                      "description": "the documents to pack, as `edgewise pack` reads chunks"},
+        "context_window": {"type": "integer", "minimum": 1, "description": "tokens of prompt and reply together "
+                           "(default: the model's, from the registry)"},
+        "chat_format": {"anyOf": [{"type": "string", "enum": list(CHAT_FORMATS)}, custom], "default": "openai",
+                        "description": "the per-message cost rule"},
+        "reply_tokens": {"type": "integer", "minimum": 0, "default": DEFAULT_REPLY_TOKENS, "description": "tokens "
+                         "kept for the reply when the request sizes none (max_completion_tokens, max_tokens, "
+                         "max_output_tokens)"},
+        "history_share": {"type": "number", "minimum": 0, "maximum": 1, "description": "the share of the room "
+                          "left that earlier turns may take (default: the server's --history-share)"},
+        "debug": {"type": "boolean", "default": False, "description": "the full debug info, in the reply"},
+    }
+    pack = options_schema(exclude=("model",))["properties"]
+    pack["budget"] = {**pack["budget"], "description": "a cap on the tokens the packed last message may take"}
+    return {"type": "object", "required": ["documents"], "additionalProperties": False,
+            "description": "documents and pack options; see docs/proxy.md", "properties": {**own, **pack}}
+
+
+def packed_body() -> dict[str, Any]:
+    """The OpenAPI request body of the packed routes: an object whose ``edgewise`` field is :func:`field_schema`."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"edgewise": field_schema()}}}}}}
 
 
 def router(config: Any) -> APIRouter:
@@ -339,14 +379,15 @@ def router(config: Any) -> APIRouter:
         raise ValueError("the proxy needs config.upstream")
     upstream = Upstream(config)
     r = APIRouter(lifespan=upstream.lifespan, tags=["proxy"])
+    body = packed_body()
 
     @r.post("/v1/chat/completions", summary="OpenAI chat completions, documents packed first",
-            response_class=Response, openapi_extra=PACKED_BODY)
+            response_class=Response, openapi_extra=body)
     async def chat_completions(request: Request) -> Response:
         return await upstream.packed(request, "/chat/completions", prepare)
 
     @r.post("/v1/responses", summary="OpenAI Responses API, documents packed first",
-            response_class=Response, openapi_extra=PACKED_BODY)
+            response_class=Response, openapi_extra=body)
     async def responses(request: Request) -> Response:
         return await upstream.packed(request, "/responses", prepare_response)
 

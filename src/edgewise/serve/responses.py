@@ -10,7 +10,7 @@ their compact JSON. The packed prompt becomes the text of the last user message 
 ``input_text`` part); a string ``input`` stays a string.
 
 A request that continues a stored conversation (``previous_response_id`` or ``conversation``) has
-earlier turns the upstream adds and edgewise cannot count: it must give ``edgewise.packing.budget``, the
+earlier turns the upstream adds and edgewise cannot count: it must give ``edgewise.budget``, the
 tokens the packed message may take, and the budget of the whole prompt is then the client's.
 
 >>> plan = prepare_response({"model": "m", "max_output_tokens": 20, "instructions": "Be terse.",
@@ -23,12 +23,12 @@ tokens the packed message may take, and the budget of the whole prompt is then t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import InputError
 from .conversation import FIELD, ChatFormat, Plan, Shape, message_tokens, prepare
+from .rawjson import dumps
 
 STORED = ("previous_response_id", "conversation")  # earlier turns the upstream holds
 
@@ -53,7 +53,7 @@ def _fixed(rest: Mapping[str, Any], count: Callable[[str], int], fmt: ChatFormat
             raise InputError(f"instructions must be a string, but got {type(instructions).__name__}")
         n += message_tokens({"role": "system", "content": instructions}, count, fmt)
     if rest.get("tools"):
-        n += count(json.dumps(rest["tools"], separators=(",", ":"), ensure_ascii=False))
+        n += count(dumps(rest["tools"], compact=True, allow_nan=True))
     return n
 
 
