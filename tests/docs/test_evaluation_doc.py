@@ -156,13 +156,14 @@ def test_what_the_wrong_kv75_answers_are_is_read_off_the_committed_run():
     assert stated in " ".join(DOC.split()), stated
 
 
-def test_no_hit_of_the_qwen_pilot_is_a_restated_question():
-    """The paper's metric credits an answer string anywhere in the first line; a long answer that
-    restates the question would score when the answer is a phrase of the question. The Qwen pilot's
-    hits are checked against their questions (rebuilt from the data slice, as the run built them)."""
+def _restated(run: str) -> tuple[list[dict], list[dict]]:
+    """The hits of a run, and those whose matched answers all stand in their question: the paper's
+    metric credits an answer string anywhere in the first line, so a long answer that restates the
+    question scores when the answer is a phrase of the question (questions rebuilt from the data
+    slice, as the run built them)."""
     from edgewise.eval.metrics import first_line, normalize_answer
 
-    results, manifest = _load(RUNS / "qwen-profile-qa10")
+    results, manifest = _load(RUNS / run)
     questions = {ex.id: ex.question for ex in _task(manifest).examples}
     hits = [r for r in results if r["correct"]]
     restated = []
@@ -170,12 +171,30 @@ def test_no_hit_of_the_qwen_pilot_is_a_restated_question():
         said, asked = normalize_answer(first_line(r["prediction"])), normalize_answer(questions[r["example"]])
         matched = [g for g in map(normalize_answer, r["answers"]) if g and g in said]
         if all(g in asked for g in matched):
-            restated.append(r["key"])
+            restated.append(r)
+    return hits, restated
+
+
+def test_no_hit_of_the_qwen_pilot_is_a_restated_question():
+    hits, restated = _restated("qwen-profile-qa10")
     closed = sum(1 for r in hits if r["condition"] == "closedbook")
     assert restated == []
     stated = f"None of the pilot's {len(hits)} hits is of that kind"
     assert stated in " ".join(DOC.split()), stated
     assert f"its {closed} closed-book hits" in " ".join(DOC.split())
+
+
+def test_the_qwen_comparisons_restated_hits_change_no_paired_difference():
+    """Its restated hits are one question's, right under every condition at every position: both
+    sides of every pair, so no McNemar count moves."""
+    hits, restated = _restated("qwen-qa10")
+    results, _ = _load(RUNS / "qwen-qa10")
+    examples = {r["example"] for r in restated}
+    answered = [r for r in results if r["example"] in examples]
+    assert (len(examples), all(r["correct"] for r in answered), len(restated)) == (1, True, len(answered))
+    stated = (f"{len(restated)} of its {len(hits)} hits are one question whose answer is a word of the "
+              f"question, right under every condition")
+    assert stated in " ".join(DOC.split()), stated
 
 
 def test_an_incomplete_run_is_named_with_the_command_that_resumes_it():
