@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import gzip
 import hashlib
+import importlib.util
 import json
 import os
 from typing import Any
@@ -143,7 +144,15 @@ def test_every_case_is_recorded(golden: dict[str, dict[str, Any]]) -> None:
     assert sorted(golden) == sorted(f"{name} {label}" for name, label, _ in _cases())
 
 
-@pytest.mark.parametrize("name,label,options", _cases(), ids=[f"{n} {lab}" for n, lab, _ in _cases()])
+# pruning splits sentences with blingfire where it is installed (the models extra) and with a regex
+# otherwise: the golden prune cases were recorded with blingfire
+NEEDS_BLINGFIRE = pytest.mark.skipif(importlib.util.find_spec("blingfire") is None,
+                                     reason="the golden prune cases split with blingfire: pip install -e '.[models]'")
+
+
+@pytest.mark.parametrize("name,label,options", [
+    pytest.param(n, lab, opts, id=f"{n} {lab}", marks=[NEEDS_BLINGFIRE] if "prune" in opts else [])
+    for n, lab, opts in _cases()])
 def test_pack_output_is_byte_identical(golden: dict[str, dict[str, Any]], name: str, label: str, options: dict[str, Any]) -> None:
     got, want = _run(name, options), golden[f"{name} {label}"]
     if got != want:

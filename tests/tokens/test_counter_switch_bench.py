@@ -13,6 +13,7 @@ from ..conftest import ROOT
 
 @pytest.mark.slow
 def test_counter_switch_benchmark_tiny_run(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("quicktok", reason="needs quicktok: pip install -e '.[fast]'")
     spec = importlib.util.spec_from_file_location("bench_counter_switch", ROOT / "benchmarks" / "counter_switch.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

@@ -133,7 +133,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=Path, metavar="FILE", help="your models (TOML or JSON): name, tokenizer, context window")
     p.add_argument("--history-share", type=float, default=d.history_share,
                    help=f"share of the budget older conversation turns may keep (default {d.history_share:g})")
-    ray = p.add_argument_group("Ray Serve (pip install 'edgewise[ray]')")
+    ray = p.add_argument_group("Ray Serve (pip install -e '.[ray]', in an edgewise checkout)")
     ray.add_argument("--ray", action="store_true", help="serve as a Ray Serve deployment (FastAPI ingress) instead of uvicorn")
     ray.add_argument("--ray-address", metavar="ADDR",
                      help="the Ray cluster (auto, HOST:PORT, ray://HOST:10001; default: start a local instance)")

@@ -44,18 +44,14 @@ log = logging.getLogger("edgewise.serve")
 
 def capabilities(config: ServeConfig) -> dict[str, Any]:
     """What ``/v1/capabilities`` returns: the registries' names (plugins loaded), models, limits."""
+    from .. import catalog
     from ..registry import describe
 
     out: dict[str, Any] = {"version": __version__}
     for kind, entries in describe(("tokenizers", "orders", "layouts", "scorers")).items():
         out[kind] = [{"name": name, "source": source} for name, source in entries]
     out["prune_scorers"] = list(PackOptions.spec("prune_scorer").choices)
-    try:
-        from .. import catalog as models  # the model registry, where installed
-    except ImportError:
-        pass
-    else:
-        out["models"] = list(models.model_names())
+    out["models"] = list(catalog.model_names())
     out["assets"] = config.assets is not None
     out["auth"] = bool(config.api_key)
     out["proxy"] = config.upstream is not None

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP protocol with TCP_NODELAY set on every connection (``--http`` for ``edgewise serve``).
+"""TCP_NODELAY on every connection of ``edgewise serve``.
 
 asyncio sets TCP_NODELAY on the connections of a listening socket it creates itself (one worker),
 but the workers of ``--workers N`` accept on a socket handed over from the parent process, whose
@@ -13,19 +13,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from uvicorn.protocols.http.auto import AutoHTTPProtocol
-
 
 def set_nodelay(transport: Any) -> None:
     """Turn Nagle's algorithm off on the TCP socket of ``transport`` (nothing for other sockets)."""
     sock = transport.get_extra_info("socket")
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class NoDelayHTTP(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
-    """uvicorn's default protocol with TCP_NODELAY and nothing else (no limits of edgewise's)."""
-
-    def connection_made(self, transport: Any) -> None:
-        set_nodelay(transport)
-        super().connection_made(transport)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import check_int
-from ..errors import ConfigError
+from ..errors import ConfigError, install_hint
 from ..raysupport import connect
 from .config import ENV_VAR, ServeConfig
 
@@ -109,7 +109,7 @@ def application(config: ServeConfig, *, replicas: int | None = None, min_replica
     try:
         from ray import serve
     except ImportError:
-        raise ImportError("edgewise serve --ray needs Ray Serve: pip install 'edgewise[ray]'") from None
+        raise ImportError(f"edgewise serve --ray needs Ray Serve: {install_hint('ray')}") from None
     settings = config.to_env()
 
     def build() -> Any:  # runs on the replica

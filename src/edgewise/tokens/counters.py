@@ -14,6 +14,7 @@ import re
 from array import array
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import install_hint
 from .compiled import module as _compiled
 
 
@@ -96,7 +97,7 @@ else:
 
 
 class QuickCounter:
-    """Counts with quicktok's encoding (``pip install 'edgewise[fast]'``); a text holding one of
+    """Counts with quicktok's encoding (``pip install -e '.[fast]'``); a text holding one of
     the :data:`UNEQUAL` characters is counted by ``fallback`` (the counter it replaces), so every
     count is tiktoken's."""
 
@@ -133,7 +134,7 @@ def load_quick(name: str) -> tuple[Any, str | None]:
     try:
         import quicktok
     except ImportError:
-        return None, "quicktok is not installed: pip install 'edgewise[fast]'"
+        return None, f"quicktok is not installed: {install_hint('fast')}"
     try:
         return quicktok.get_encoding(name), None
     except Exception as exc:  # noqa: BLE001 - any failure to load leaves counting as it was, said in .counter

@@ -125,7 +125,7 @@ class TiktokenTokenizer:
         return view
 
     def speed_up(self) -> bool:
-        """Count on quicktok from now on, when it is installed (``pip install 'edgewise[fast]'``)
+        """Count on quicktok from now on, when it is installed (``pip install -e '.[fast]'``)
         and counts this encoding; True when it does. The load (~175 ms for cl100k, ~400 ms for
         o200k) runs here, in the caller, holding the GIL: call it at a moment of your choosing, before
         serving (a ``Packer`` does at construction). Packs already running keep their counter.
