@@ -124,7 +124,7 @@ def floor_server(port: int) -> None:
     """Serve ``POST /v1/pack`` (and ``GET /healthz``) on 127.0.0.1:``port`` with nothing but the work:
     each request is read whole, then parsed by orjson, packed by the shared default Packer and
     written back by orjson, in a plain function on the loop. Before it listens it packs the warm-up
-    bodies of ``edgewise serve`` (:data:`edgewise.serve.warmup.CALLS`) the same way, then collects and
+    bodies of ``edgewise serve`` (:data:`edgewise.serve.api.warmup.CALLS`) the same way, then collects and
     freezes what the start built (``gc.freeze``), with the counter sped up as the server's is. Each
     pack's line on stderr holds ``duration_ms``: from its headers parsed to its reply written."""
     import asyncio
@@ -134,7 +134,7 @@ def floor_server(port: int) -> None:
 
     from edgewise.options import PackOptions
     from edgewise.packing.packer import default_packer
-    from edgewise.serve.warmup import CALLS
+    from edgewise.serve.api.warmup import CALLS
 
     packer = default_packer()
     tok = packer.tokenizer(packer.options)
@@ -222,7 +222,8 @@ def stage_server(port: int, out: str, http: str) -> None:
     import resource
 
     from edgewise.cli import main as cli
-    from edgewise.serve import admission, codec, connections, metrics, routes
+    from edgewise.serve.api import admission, codec, metrics, routes
+    from edgewise.serve.transport import connections
 
     rec: dict[str, Any] = {}
     sink = open(out, "a", buffering=1)  # noqa: SIM115 - open while the server runs

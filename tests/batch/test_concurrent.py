@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +22,8 @@ from edgewise.batch.lock import LOCK, OutputLock, OutputLocked
 from edgewise.batch.units import plan
 from edgewise.errors import InputError
 from edgewise.packing.packer import Packer
+
+from ..processes import alive, children
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -70,25 +71,6 @@ def _wait_for_units(proc, out, n, log):
         time.sleep(0.005)
 
 
-def _children(pid):
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _kill_all(procs, kids=()):
     """The test's own clean-up: whatever it started and is still running, killed."""
     for p in procs:
@@ -96,7 +78,7 @@ def _kill_all(procs, kids=()):
             p.kill()
             p.wait(30)
     for k in kids:
-        if _alive(k):
+        if alive(k):
             os.kill(k, signal.SIGKILL)
 
 
@@ -118,13 +100,13 @@ def test_two_resumes_racing_after_kill_9_finish_the_job_once(big_input, tmp_path
     procs, kids = [first], []
     try:
         _wait_for_units(first, out, 3, tmp_path / "first.log")
-        while len(kids := _children(first.pid)) < 3:  # 2 workers and the resource tracker, to check on after
+        while len(kids := children(first.pid)) < 3:  # 2 workers and the resource tracker, to check on after
             assert first.poll() is None
             time.sleep(0.005)
         first.send_signal(signal.SIGKILL)
         assert first.wait(30) == -signal.SIGKILL
         gone_by = time.monotonic() + 15
-        while any(_alive(k) for k in kids) and time.monotonic() < gone_by:
+        while any(alive(k) for k in kids) and time.monotonic() < gone_by:
             time.sleep(0.05)
         # the dead job's lock file is there, naming it: the next job takes it over
         assert json.loads((out / LOCK).read_text())["pid"] == first.pid

@@ -15,6 +15,8 @@ import pytest
 from edgewise.batch import run
 from edgewise.errors import InputError
 
+from ..processes import alive, children
+
 pq = pytest.importorskip("pyarrow.parquet")
 
 ROWS, PER_UNIT, UNITS = 1200, 30, 40
@@ -53,26 +55,6 @@ def reference(big_input, tmp_path_factory):
     return (out / "part-00000.parquet").read_bytes(), json.loads((out / "_edgewise_batch.json").read_text())
 
 
-def _children(pid):
-    """Pids whose parent is ``pid`` (the pool's workers and multiprocessing's resource tracker)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid):
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _units_written(out):
     d = out / ".units"
     return sum(1 for f in d.iterdir() if f.name.endswith(".arrow")) if d.is_dir() else 0
@@ -86,19 +68,19 @@ def _stop_at(src, out, units, sig):
         proc = subprocess.Popen(_cli(src, out), stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + TIMEOUT
     try:
-        while len(_children(proc.pid)) < 3 or _units_written(out) < units:  # 2 workers + the tracker
+        while len(children(proc.pid)) < 3 or _units_written(out) < units:  # 2 workers + the tracker
             assert proc.poll() is None and time.monotonic() < deadline, err_path.read_text()
             time.sleep(0.005)
-        kids = _children(proc.pid)
+        kids = children(proc.pid)
         proc.send_signal(sig)
         code = proc.wait(30)
     finally:
         if proc.poll() is None:
             proc.kill()
     gone_by = time.monotonic() + 15
-    while any(_alive(k) for k in kids) and time.monotonic() < gone_by:
+    while any(alive(k) for k in kids) and time.monotonic() < gone_by:
         time.sleep(0.1)
-    left = [k for k in kids if _alive(k)]
+    left = [k for k in kids if alive(k)]
     for k in left:
         os.kill(k, signal.SIGKILL)  # the test cleans up what the job failed to
     assert left == [], f"still running after the job ended: {left}"
@@ -188,10 +170,10 @@ def test_a_worker_killed_stops_the_job_with_the_resume_hint(big_input, reference
         proc = subprocess.Popen(_cli(big_input, out), stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + TIMEOUT
     try:
-        while len(_children(proc.pid)) < 3 or _units_written(out) < 2:
+        while len(children(proc.pid)) < 3 or _units_written(out) < 2:
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.005)
-        kids = _children(proc.pid)
+        kids = children(proc.pid)
         workers = [k for k in kids if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()]
         os.kill(workers[0], signal.SIGKILL)
         code = proc.wait(60)
@@ -204,8 +186,8 @@ def test_a_worker_killed_stops_the_job_with_the_resume_hint(big_input, reference
         f" of {UNITS} units are written in '{out}'; re-run the same command with --resume (resume=True) to pack "
         "the rest\n"), err
     gone_by = time.monotonic() + 15
-    while any(_alive(k) for k in kids) and time.monotonic() < gone_by:
+    while any(alive(k) for k in kids) and time.monotonic() < gone_by:
         time.sleep(0.1)
-    assert [k for k in kids if _alive(k)] == []
+    assert [k for k in kids if alive(k)] == []
     _assert_unfinished(out)
     _resume_and_compare(big_input, out, reference)

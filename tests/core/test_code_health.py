@@ -31,6 +31,17 @@ LAYERS = [
     {"cli"},
 ]
 ENTRY_POINTS = {"edgewise", "edgewise.__main__", "edgewise.serve.__main__"}  # the package root and `python -m`
+# Inside serve, the same rule between its parts: the shared settings and error bodies; the
+# connections and request limits; the edgewise HTTP API; the OpenAI-compatible proxy (which packs
+# with the API's options, cost and work); and what assembles and runs them all.
+SERVE_LAYERS = [
+    {"edgewise.serve.errors", "edgewise.serve.config"},
+    {"edgewise.serve.transport"},
+    {"edgewise.serve.api"},
+    {"edgewise.serve.proxy"},
+    {"edgewise.serve", "edgewise.serve.app", "edgewise.serve.server", "edgewise.serve.ray_serve",
+     "edgewise.serve.__main__"},
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -132,6 +143,34 @@ def test_the_layer_test_finds_an_upward_import():
     graph = {"edgewise.tokens.cache": {"edgewise.packing.budget", "edgewise.errors"},
              "edgewise.packing.budget": {"edgewise.tokens.cache"}, "edgewise.cli.pack": {"edgewise.serve.app"}}
     assert _upward(graph) == [("edgewise.tokens.cache", "edgewise.packing.budget")]
+
+
+def _serve_layer(module: str) -> int | None:
+    """The SERVE_LAYERS index of a module of serve (its own entry, else its subpackage's)."""
+    parent = module.rpartition(".")[0]
+    for i, layer in enumerate(SERVE_LAYERS):
+        if module in layer or (parent != "edgewise.serve" and parent in layer):
+            return i
+    return None
+
+
+def test_every_module_of_serve_has_a_layer():
+    assert sorted(m for m in _modules() if _unit(m) == "serve" and _serve_layer(m) is None) == []
+
+
+def _serve_upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, t) for m, deps in graph.items() if _unit(m) == "serve" and m != "edgewise.serve.__main__"
+                  for t in deps if _unit(t) == "serve" and _serve_layer(t) > _serve_layer(m))
+
+
+def test_serve_imports_go_down_its_layers():
+    assert _serve_upward(_graph(top_level_only=False)) == []
+
+
+def test_the_serve_layer_test_finds_an_upward_import():
+    graph = {"edgewise.serve.api.cost": {"edgewise.serve.proxy.conversation", "edgewise.serve.errors"},
+             "edgewise.serve.proxy.routes": {"edgewise.serve.api.cost"}}
+    assert _serve_upward(graph) == [("edgewise.serve.api.cost", "edgewise.serve.proxy.conversation")]
 
 
 def test_the_top_level_is_short():

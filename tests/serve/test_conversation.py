@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from edgewise.errors import BudgetError, ConfigError, InputError
-from edgewise.serve.chatformat import CHAT_FORMATS, chat_format, message_tokens
-from edgewise.serve.conversation import MARK, extract, prepare, splice
+from edgewise.serve.proxy.chatformat import CHAT_FORMATS, chat_format, message_tokens
+from edgewise.serve.proxy.conversation import MARK, extract, prepare, splice
 from edgewise.tokens.tokenizers import get_tokenizer
 
 TOK = get_tokenizer("cl100k_base")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from edgewise.serve.connections import framing_problem
+from edgewise.serve.transport.connections import framing_problem
 
 from ..conftest import ROOT
 from ..servers import running

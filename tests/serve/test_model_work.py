@@ -22,8 +22,8 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 from edgewise.score import deadline  # noqa: E402
-from edgewise.serve.cost import Cost, estimate, proxy_cost  # noqa: E402
-from edgewise.serve.schemas import (  # noqa: E402
+from edgewise.serve.api.cost import Cost, estimate  # noqa: E402
+from edgewise.serve.api.schemas import (  # noqa: E402
     HighlightRequest,
     PackRequest,
     PruneRequest,
@@ -31,6 +31,7 @@ from edgewise.serve.schemas import (  # noqa: E402
     TokensRequest,
     VariantsRequest,
 )
+from edgewise.serve.proxy.routes import proxy_cost  # noqa: E402
 
 from ..conftest import ROOT  # noqa: E402
 from ..servers import running  # noqa: E402

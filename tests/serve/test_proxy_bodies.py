@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgewise.serve.errors import ApiError
-from edgewise.serve.readbody import read_json, refuse_field
+from edgewise.serve.proxy.readbody import read_json, refuse_field
 
 from ..proxy_upstream import BLOCK, FakeOpenAI, big_chat_chunks, blob_chunks, rss_mb, start_proxy
 from ..servers import stop

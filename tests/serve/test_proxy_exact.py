@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise.serve.rawjson import RawNumber, dumps, number
+from edgewise.serve.proxy.rawjson import RawNumber, dumps, number
 
 from ..proxy_upstream import FakeOpenAI, start_proxy
 from ..servers import stop

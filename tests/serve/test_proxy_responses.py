@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from edgewise import pack
 from edgewise.errors import InputError
-from edgewise.serve.responses import prepare_response
+from edgewise.serve.proxy.openai_responses import prepare_response
 from edgewise.tokens.tokenizers import get_tokenizer
 
 from ..proxy_upstream import ANSWER, MODEL, FakeOpenAI, response_events, start_proxy

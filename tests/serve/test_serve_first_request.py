@@ -2,7 +2,7 @@
 the socket: uvicorn's request cycle, the parser's callbacks (h11 and httptools), the app, the worker
 thread, the reply written.
 
-The warm-up (:mod:`edgewise.serve.warmup`) calls the app in-process, so the code before and after
+The warm-up (:mod:`edgewise.serve.api.warmup`) calls the app in-process, so the code before and after
 the app runs for the first time on a client's request; this checks it pays nothing there either.
 Checked by work, not time: a profile function on every thread of the server counts the Python calls
 from a request's first bytes to its reply written, and the modules it loads. The server is the real
@@ -28,7 +28,8 @@ from ..servers import free_port, start, stop  # noqa: E402
 COUNTING_SERVER = r"""
 import json, sys, threading
 from edgewise.cli import main
-from edgewise.serve import connections, metrics
+from edgewise.serve.api import metrics
+from edgewise.serve.transport import connections
 
 sink = open(sys.argv[1], "a", buffering=1)
 state = {"on": False, "calls": 0, "modules": set()}

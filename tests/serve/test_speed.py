@@ -23,8 +23,8 @@ httpx = pytest.importorskip("httpx")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from edgewise.serve import codec  # noqa: E402
-from edgewise.serve.limits import count_chars  # noqa: E402
+from edgewise.serve.api import codec  # noqa: E402
+from edgewise.serve.transport.limits import count_chars  # noqa: E402
 
 from ..conftest import ROOT  # noqa: E402
 from ..servers import running  # noqa: E402

@@ -11,7 +11,7 @@ ECIR 2020, that bm25s follows: ``method="atire"``, ``idf_method="lucene"``; Luce
 with ``k1 = 1.5`` and ``b = 0.75``. The idf never goes negative, which matters here: the
 collection is often a single request's few chunks, where a term in most of them would get a
 negative Robertson idf. Terms are lower-cased ``\\w+`` words without stopwords (:func:`terms`).
-``tests/relevance/test_bm25.py`` checks the scores against ``rank_bm25`` on real NaturalQuestions passages.
+``tests/score/test_bm25.py`` checks the scores against ``rank_bm25`` on real NaturalQuestions passages.
 
 :class:`BM25Index` is built once over a collection and queried many times (the distractor miner
 of :mod:`edgewise.eval.nq`); :class:`BM25` is the scorer over one request's chunks, whose

@@ -30,14 +30,16 @@ from .. import __version__
 from ..errors import ConfigError
 from ..options import PackOptions
 from ..packing.packer import default_packer
-from . import connections, errors, routes, warmup
-from .admission import Admission
-from .assets import Assets, resolve_spec
-from .auth import require_key
+from . import errors
+from .api import routes, warmup
+from .api.admission import Admission
+from .api.assets import Assets, resolve_spec
+from .api.auth import require_key
+from .api.metrics import Metrics, Observe
+from .api.schemas import options_schema
 from .config import ServeConfig
-from .limits import BodyLimit, HeaderLimit
-from .metrics import Metrics, Observe
-from .schemas import options_schema
+from .transport import connections
+from .transport.limits import BodyLimit, HeaderLimit
 
 log = logging.getLogger("edgewise.serve")
 
@@ -132,9 +134,9 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     app.include_router(routes.api_router(), dependencies=keyed)
     if config.upstream:
         try:
-            from . import proxy
+            from .proxy import routes as proxy
         except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.proxy":
+            if exc.name not in (f"{__package__}.proxy", f"{__package__}.proxy.routes"):
                 raise
             raise ConfigError("--upstream needs edgewise.serve.proxy, which this installation does not have") from None
         app.include_router(proxy.router(config), dependencies=keyed)

@@ -8,7 +8,7 @@ The mapping is made once, here: edgewise's own exceptions (their messages name t
 value) are 422, a malformed JSON body is 400, a body too large 413, one too slow 408, work past
 its deadline 504, a full queue 503, a missing or wrong API key 401, a path outside the assets
 directory 403. Headers too large (431) and requests the HTTP parser refuses (400) are written by
-the protocol (:mod:`edgewise.serve.connections`) with the same body. Only a
+the protocol (:mod:`edgewise.serve.transport.connections`) with the same body. Only a
 bug gives a 500, and its message says nothing of the server's internals (the traceback is logged).
 Paths inside the assets directory appear relative to it, as the client named them.
 

@@ -6,7 +6,7 @@ each worker builds the same app (:func:`edgewise.serve.app.app_from_env`); Prome
 multiprocess mode gets a directory of its own unless ``PROMETHEUS_MULTIPROC_DIR`` is set, so
 ``/metrics`` adds up every worker. The access log (one JSON line per request) goes to stderr.
 The HTTP protocol (h11 or httptools, ``--http``) bounds headers, their time and the open
-connections of each process (:mod:`edgewise.serve.connections`).
+connections of each process (:mod:`edgewise.serve.transport.connections`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def run(config: ServeConfig, *, log_level: str = "info") -> None:
     """Serve until interrupted."""
     import uvicorn
 
-    from .connections import protocol_path
+    from .transport.connections import protocol_path
 
     common: dict[str, Any] = {"host": config.host, "port": config.port, "access_log": False,
                               "log_level": log_level, "log_config": log_config(log_level),

@@ -7,7 +7,7 @@ parser is used (``--http``):
 * **header bytes**: the request line and headers may be at most ``--max-header-bytes``. They are
   counted as they arrive, before the parser buffers them: one byte more is a 431 and the
   connection is closed. (The count of header lines is checked once they are parsed:
-  :class:`~edgewise.serve.limits.HeaderLimit`.)
+  :class:`~edgewise.serve.transport.limits.HeaderLimit`.)
 * **header time**: they must arrive within ``--header-timeout`` seconds of the connection's start,
   or of the first byte of the next request on a kept-alive connection: else a 408 (when part of
   a request came) and the connection is closed. A connection that never sends a byte is closed
@@ -30,7 +30,7 @@ parser is used (``--http``):
 Errors written here, before any app runs, have the JSON body of every other error
 (:func:`edgewise.serve.errors.error_body`); so does a request the parser refuses (a malformed
 ``Content-Length``, a bad request line), which uvicorn would answer in plain text.
-TCP_NODELAY is set on every connection (see :mod:`edgewise.serve.nodelay`).
+TCP_NODELAY is set on every connection (see :mod:`edgewise.serve.transport.nodelay`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .errors import ERROR_HEADER, error_body
+from ..errors import ERROR_HEADER, error_body
 from .nodelay import set_nodelay
 
 log = logging.getLogger("edgewise.serve")
@@ -348,7 +348,7 @@ def protocol_path(parser: str) -> str:
         try:
             import httptools  # noqa: F401, F811
         except ImportError:
-            from ..errors import ConfigError
+            from ...errors import ConfigError
 
             raise ConfigError("--http httptools needs httptools: pip install httptools (or use --http h11)") from None
     return f"{__name__}:{'GuardedHttpTools' if parser == 'httptools' else 'GuardedH11'}"

@@ -10,7 +10,7 @@ upstream. A body it cannot read is never forwarded on a guess: it is refused. Th
   :func:`read_options`), are finite (no ``1e999``) and integers have at most Python's
   ``sys.get_int_max_str_digits()`` digits (4300 by default).
 
-Every other number is kept as it came (:mod:`edgewise.serve.rawjson`): a field the proxy does not
+Every other number is kept as it came (:mod:`edgewise.serve.proxy.rawjson`): a field the proxy does not
 change is forwarded with the same number, in the same spelling (``1.10``, ``-0``, ``1e400``, a
 5,000-digit integer), however Python would have read it.
 
@@ -30,8 +30,8 @@ import json
 import re
 from typing import Any
 
-from ..jsonin import lone_surrogate
-from .errors import ApiError
+from ...jsonin import lone_surrogate
+from ..errors import ApiError
 from .rawjson import RawNumber, has_raw, max_digits, number
 
 FIELD = "edgewise"
@@ -63,7 +63,7 @@ def _decode(decoder: json.JSONDecoder, text: str, where: str) -> Any:
 
 def read_json(raw: bytes) -> Any:
     """The body's JSON value, or an :class:`ApiError` (400) naming the rule it breaks and where.
-    Numbers are kept as they came (:class:`~edgewise.serve.rawjson.RawNumber` where Python would
+    Numbers are kept as they came (:class:`~edgewise.serve.proxy.rawjson.RawNumber` where Python would
     change them), but in the ``edgewise`` field, whose numbers are plain ``int`` and ``float``."""
     try:
         text = raw.decode("utf-8")

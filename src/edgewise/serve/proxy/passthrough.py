@@ -2,7 +2,7 @@
 
 ``{method} /v1/{path}?{query}`` goes to ``{upstream}/{path}?{query}`` with the client's body and
 headers (less hop-by-hop ones; ``Authorization`` as for the packed routes), and the answer comes
-back as the upstream sent it, relayed in pieces (:class:`edgewise.serve.proxy.Relay`). So an
+back as the upstream sent it, relayed in pieces (:class:`edgewise.serve.proxy.routes.Relay`). So an
 OpenAI client given edgewise as its base URL can list models, embed, complete, upload files...
 through it. The app's layers apply as on every route: the API key, the body limit, the metrics,
 and the upstream timeout.
@@ -27,8 +27,8 @@ import anyio
 from fastapi import Request
 from fastapi.responses import Response
 
+from ..errors import ApiError, error_response
 from .disconnect import unless_gone
-from .errors import ApiError, error_response
 from .readbody import refuse_field
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")

@@ -1,10 +1,10 @@
 """What each endpoint does: one library call per request, the same one the CLI command makes.
 
 These are plain synchronous functions of validated request bodies, returning JSON-ready values;
-:mod:`edgewise.serve.routes` runs them in worker threads. The output of each is what the
+:mod:`edgewise.serve.api.routes` runs them in worker threads. The output of each is what the
 matching command prints with ``--format json`` (``/v1/pack`` ↔ ``edgewise pack --format json``,
 ``/v1/score`` ↔ ``edgewise score``...). File-backed specs are resolved inside the assets
-directory first (:mod:`edgewise.serve.assets`), and named relative to it again in the reply. A
+directory first (:mod:`edgewise.serve.api.assets`), and named relative to it again in the reply. A
 request that names no ``order`` is placed by the server's (``edgewise serve --order``): the pack
 options of ``/v1/pack`` and of the proxy's routes go through :func:`request_options`.
 
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import InputError
-from ..options import PackOptions
-from ..packing.packer import Packer
+from ...errors import InputError
+from ...options import PackOptions
+from ...packing.packer import Packer
 from .assets import Assets, relative, resolve_options, resolve_spec
 from .schemas import HighlightRequest, PackRequest, PruneRequest, ScoreRequest, TokensRequest, VariantsRequest
 
@@ -64,7 +64,7 @@ def variants(packer: Packer, req: VariantsRequest, assets: Assets | None) -> dic
 
     ``edgewise.variants`` packs with the shared default Packer, which is ``packer`` in the service.
     """
-    from ..packing.front import variants as run
+    from ...packing.front import variants as run
 
     given = dict(req.options)
     PackOptions.from_dict(given)
@@ -78,8 +78,8 @@ def variants(packer: Packer, req: VariantsRequest, assets: Assets | None) -> dic
 
 def score(packer: Packer, req: ScoreRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise score``: every chunk with its score under the scorer and its rank (1 = best)."""
-    from ..chunk import normalize
-    from ..score.rank import score_chunks
+    from ...chunk import normalize
+    from ...score.rank import score_chunks
 
     query = _query(req.query)
     opts = PackOptions(scorer=req.scorer)
@@ -96,7 +96,7 @@ def score(packer: Packer, req: ScoreRequest, assets: Assets | None) -> list[dict
 
 
 def _sentence_args(threshold: Any, scorer: Any) -> None:
-    from ..prune.steps import _check_threshold
+    from ...prune.steps import _check_threshold
 
     _check_threshold(threshold)
     PackOptions(prune_scorer=scorer)  # its choices, its message
@@ -104,8 +104,8 @@ def _sentence_args(threshold: Any, scorer: Any) -> None:
 
 def prune(packer: Packer, req: PruneRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise prune``: each chunk with only the sentences that help the query."""
-    from ..chunk import normalize
-    from ..prune.steps import prune as run
+    from ...chunk import normalize
+    from ...prune.steps import prune as run
 
     query = _query(req.query)
     _sentence_args(req.threshold, req.scorer)
@@ -116,8 +116,8 @@ def prune(packer: Packer, req: PruneRequest, assets: Assets | None) -> list[dict
 
 def highlight(packer: Packer, req: HighlightRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise highlight --format json``: ``[{"id", "spans": [...]}]`` per chunk (or the text)."""
-    from ..chunk import Chunk, normalize
-    from ..prune.steps import highlight as run
+    from ...chunk import Chunk, normalize
+    from ...prune.steps import highlight as run
 
     query = _query(req.query)
     _sentence_args(req.threshold, req.scorer)
@@ -130,7 +130,7 @@ def highlight(packer: Packer, req: HighlightRequest, assets: Assets | None) -> l
 
 def tokens(packer: Packer, req: TokensRequest, assets: Assets | None) -> dict[str, Any]:
     """Count ``text`` with a tokenizer, and cut it to ``max_tokens`` when asked."""
-    from ..tokens.tokenizers import get_tokenizer
+    from ...tokens.tokenizers import get_tokenizer
 
     opts = PackOptions(tokenizer=req.tokenizer)
     tok = get_tokenizer(resolve_spec("tokenizers", opts.tokenizer, assets))

@@ -5,7 +5,7 @@ but the workers of ``--workers N`` accept on a socket handed over from the paren
 ``proto`` reads 0, and asyncio then leaves Nagle's algorithm on: a keep-alive response written in
 two pieces waited for the client's delayed ACK, ~45 ms a request (measured: 48 ms p50 with two
 workers against 7 ms with one, on 20-chunk packs). :func:`set_nodelay` is called for every
-connection by the protocols of :mod:`edgewise.serve.connections`, which ``edgewise serve`` uses.
+connection by the protocols of :mod:`edgewise.serve.transport.connections`, which ``edgewise serve`` uses.
 """
 
 from __future__ import annotations

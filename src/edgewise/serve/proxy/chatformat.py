@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import check_int
-from ..errors import ConfigError, InputError
+from ...checks import check_int
+from ...errors import ConfigError, InputError
 from .rawjson import dumps
 
 TEXT_PARTS = ("text", "input_text", "output_text")  # chat completions' text parts; the Responses API's

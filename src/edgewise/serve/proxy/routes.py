@@ -1,13 +1,13 @@
 """The OpenAI-compatible proxy: one base URL for an OpenAI client, documents packed on the way.
 
-Two routes pack: ``POST /v1/chat/completions`` (:mod:`edgewise.serve.conversation`) and
-``POST /v1/responses`` (:mod:`edgewise.serve.responses`). Their body is read (strict JSON,
-:mod:`edgewise.serve.readbody`: a body that cannot be read is a 400, never forwarded on a guess);
+Two routes pack: ``POST /v1/chat/completions`` (:mod:`edgewise.serve.proxy.conversation`) and
+``POST /v1/responses`` (:mod:`edgewise.serve.proxy.openai_responses`). Their body is read (strict JSON,
+:mod:`edgewise.serve.proxy.readbody`: a body that cannot be read is a 400, never forwarded on a guess);
 one without documents is forwarded byte for byte, one with them is packed (in a worker thread:
 packing is CPU work), the ``edgewise`` field removed, and forwarded, every number it did not
-change spelled as it came (:mod:`edgewise.serve.rawjson`). Every other ``/v1/*`` path
+change spelled as it came (:mod:`edgewise.serve.proxy.rawjson`). Every other ``/v1/*`` path
 (``/v1/models``, ``/v1/embeddings``, ``/v1/completions``, files...) is forwarded unchanged
-(:mod:`edgewise.serve.passthrough`). All of them answer behind the same key, body limit and
+(:mod:`edgewise.serve.proxy.passthrough`). All of them answer behind the same key, body limit and
 metrics, with the same upstream timeout.
 
 The upstream's answer comes back as it sent it: its status, headers (``Retry-After``, rate-limit
@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -38,13 +38,14 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ..errors import EdgewiseError
-from .conversation import prepare
+from ...errors import EdgewiseError
+from ..api.cost import FREE, Cost, pack_cost
+from ..errors import error_response
+from .conversation import extract, prepare
 from .disconnect import unless_gone
-from .errors import error_response
+from .openai_responses import prepare_response
 from .rawjson import dumps
 from .readbody import read_json
-from .responses import prepare_response
 
 log = logging.getLogger("edgewise.serve.proxy")
 
@@ -55,6 +56,20 @@ REQUEST_DROPPED = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}  # 
 REPLY_DROPPED = HOP_BY_HOP | {"date", "server"}  # uvicorn writes its own; the body's length and encoding are relayed
 MAX_REWRITE_BYTES = 8 * 1024 * 1024  # a debug reply is read whole up to this; past it, relayed unchanged
 UPSTREAM_KEY_ENV = "EDGEWISE_UPSTREAM_API_KEY"
+
+
+def proxy_cost(body: Mapping[str, Any], order: str | None = None) -> Cost:
+    """The model texts of a proxied request: its documents packed under its ``edgewise`` options,
+    for the request's own ``model`` (whose profile ``order="auto"`` may prune by). A body whose
+    documents cannot be read counts nothing here; the packing refuses it."""
+    try:
+        opts = extract(body)[0]
+    except EdgewiseError:
+        return FREE
+    if opts is None:
+        return FREE
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    return pack_cost(opts["documents"], {**opts, "model": model}, order)
 
 
 class Upstream:
@@ -72,7 +87,7 @@ class Upstream:
         import httpx
 
         if self.config.models_file is not None:  # the names the proxy sizes conversations by (idempotent)
-            from ..catalog import load_models
+            from ...catalog import load_models
 
             load_models(self.config.models_file)
         metrics = getattr(app.state, "metrics", None)
@@ -84,7 +99,7 @@ class Upstream:
         import socket
 
         # TCP_NODELAY: a request and a reply go out in several writes; with Nagle's algorithm on, a
-        # write waits for the ACK of the one before (the same delay edgewise.serve.nodelay removes)
+        # write waits for the ACK of the one before (the same delay edgewise.serve.transport.nodelay removes)
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=32)
         transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.config.upstream_timeout_s), transport=transport)
@@ -114,11 +129,10 @@ class Upstream:
         return self.relay(upstream, extra)
 
     async def _plan(self, request: Request, body: dict[str, Any], plan_of: Callable[..., Any]) -> Any:
-        from .cost import proxy_cost
-        from .errors import ApiError
-        from .limits import check_request, count_chars
-        from .metrics import SCOPE_KEY
-        from .work import request_options
+        from ..api.metrics import SCOPE_KEY
+        from ..api.work import request_options
+        from ..errors import ApiError
+        from ..transport.limits import check_request, count_chars
 
         state, config = request.app.state, self.config
 
@@ -160,7 +174,7 @@ class Upstream:
             return error_response(499, "client_closed_request", "the client closed the connection")
         if failure is not None:
             return failure
-        from .assets import relative
+        from ..api.assets import relative
 
         debug = plan.debug()
         relative(debug["pack"], self.config.assets)  # asset files named as the client named them
@@ -331,7 +345,7 @@ class Relay(Response):
 
 def field_schema() -> dict[str, Any]:
     """The JSON Schema of a packed request's ``edgewise`` field: the documents, the proxy's own
-    options, and every pack option a request may set (:func:`edgewise.serve.schemas.options_schema`,
+    options, and every pack option a request may set (:func:`edgewise.serve.api.schemas.options_schema`,
     less ``model``: the request's own ``model`` names it). What ``/openapi.json`` shows.
 
     >>> schema = field_schema()
@@ -339,9 +353,9 @@ def field_schema() -> dict[str, Any]:
     >>> set(schema["properties"]) <= {*PROXY_KEYS, *PACK_KEYS}, {"documents", "budget", "context_window"} <= set(schema["properties"])
     (True, True)
     """
+    from ..api.schemas import CHUNK_SCHEMA, options_schema
     from .chatformat import CHAT_FORMATS
     from .conversation import DEFAULT_REPLY_TOKENS
-    from .schemas import CHUNK_SCHEMA, options_schema
 
     custom = {"type": "object", "required": ["per_message", "per_name", "reply"], "additionalProperties": False,
               "properties": {k: {"type": "integer", "minimum": 0} for k in ("per_message", "per_name", "reply")}}

@@ -12,7 +12,7 @@ import hmac
 
 from fastapi import Request
 
-from .errors import ApiError
+from ..errors import ApiError
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="edgewise"'}
 

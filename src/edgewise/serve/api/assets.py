@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from ..errors import InputError
-from .errors import ApiError
+from ...errors import InputError
+from ..errors import ApiError
 
 # the built-ins whose argument is a file or a directory, by registry
 FILE_BACKED = {"layouts": {"template"}, "orders": {"calibrated"}, "tokenizers": {"hf", "gguf"},

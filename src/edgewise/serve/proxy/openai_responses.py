@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import InputError
+from ...errors import InputError
 from .conversation import FIELD, ChatFormat, Plan, Shape, message_tokens, prepare
 from .rawjson import dumps
 
@@ -67,7 +67,7 @@ RESPONSES = Shape("responses", "input", "input item", ("max_output_tokens",), _i
 
 
 def prepare_response(body: Mapping[str, Any], **kwargs: Any) -> Plan | None:
-    """:func:`~edgewise.serve.conversation.prepare` for a Responses API body (same keywords)."""
+    """:func:`~edgewise.serve.proxy.conversation.prepare` for a Responses API body (same keywords)."""
     stored = [key for key in STORED if body.get(key) is not None]
     options = body.get(FIELD)
     if stored and isinstance(options, Mapping) and options.get("budget") is None:

@@ -1,8 +1,8 @@
 """The endpoints: ``/v1/*`` (API key when set), the probes and ``/metrics``.
 
 Each ``/v1`` endpoint checks the request's size (chunks, characters) and estimates its model work
-(:mod:`edgewise.serve.cost`) in the event loop, then runs its :mod:`edgewise.serve.work` function
-in a worker thread (:mod:`edgewise.serve.admission`: refused over ``--max-model-texts``, else in
+(:mod:`edgewise.serve.api.cost`) in the event loop, then runs its :mod:`edgewise.serve.api.work` function
+in a worker thread (:mod:`edgewise.serve.api.admission`: refused over ``--max-model-texts``, else in
 the small or the model lane, each a pool of ``--threads`` with at most ``--queue`` waiting) under
 the per-request deadline, and serialises the reply there too. Threads, not processes: the work is
 short (a pack of 200 chunks is about a millisecond of CPU), a process pool would pickle every
@@ -27,9 +27,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
+from ..errors import ApiError
+from ..transport.limits import check_request, check_unicode, count_chars
 from . import codec, cost, work
-from .errors import ApiError
-from .limits import check_request, check_unicode, count_chars
 from .metrics import SCOPE_KEY
 from .schemas import (
     Health,

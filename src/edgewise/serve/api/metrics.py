@@ -15,7 +15,7 @@ Each app has its own registry. With several workers (``--workers``), ``edgewise 
 
 The access log is one JSON line per request on the ``edgewise.serve.access`` logger: time,
 method, path, status, duration in ms, chunks in, dropped, client address, worker pid; the body
-only with ``--log-bodies``. The start's warm-up requests (:mod:`edgewise.serve.warmup`) are in
+only with ``--log-bodies``. The start's warm-up requests (:mod:`edgewise.serve.api.warmup`) are in
 neither.
 """
 
@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 access_log = logging.getLogger("edgewise.serve.access")
-WARM_UP_KEY = "edgewise.warm_up"  # set on the requests of edgewise.serve.warmup: not logged, not counted
+WARM_UP_KEY = "edgewise.warm_up"  # set on the requests of edgewise.serve.api.warmup: not logged, not counted
 SCOPE_KEY = "edgewise"  # handlers leave what they know of a request (chunks in, dropped) in scope[SCOPE_KEY]
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 MAX_LOGGED_BODY = 64 * 1024

@@ -1,7 +1,7 @@
 """Admission: the server's whole work policy, per process, in one place.
 
 - **Cost, before the work.** Each request comes with its estimated model texts
-  (:mod:`edgewise.serve.cost`). Over ``max_model_texts`` (``--max-model-texts``) it is refused at
+  (:mod:`edgewise.serve.api.cost`). Over ``max_model_texts`` (``--max-model-texts``) it is refused at
   once with a 422 ``edgewise_too_costly`` that names the limit and the estimate; nothing is started.
 - **Two lanes.** A request of at most :data:`CHEAP_MODEL_TEXTS` model texts (a pack, a count, a
   small rescore) runs in the *small* lane, any other in the *model* lane. Each lane is a fixed pool
@@ -36,9 +36,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..score import deadline
+from ...score import deadline
+from ..errors import ApiError
 from .cost import FREE, Cost
-from .errors import ApiError
 
 T = TypeVar("T")
 RETRY_AFTER_S = 1  # what a refused client is told to wait

@@ -1,7 +1,7 @@
 """What a request will cost the models, estimated before any work starts: the texts it would send
 through one (a MiniLM embedding of a chunk or of a sentence, a cross-encoder pair).
 
-Admission (:mod:`edgewise.serve.admission`) decides by it: over ``--max-model-texts`` a request
+Admission (:mod:`edgewise.serve.api.admission`) decides by it: over ``--max-model-texts`` a request
 is refused, and a request with little or no model work is served apart from the rest. The estimate
 reads the request as it came (its options are checked later, in the work: one it cannot read
 counts nothing, and the work refuses it) and is cheap: nothing is tokenized or split, the
@@ -119,19 +119,3 @@ def estimate(body: Any, *, order: str | None = None) -> Cost:
         return sentence_cost(body.scorer, chunks, ["highlight"])
     return FREE
 
-
-def proxy_cost(body: Mapping[str, Any], order: str | None = None) -> Cost:
-    """The model texts of a proxied request: its documents packed under its ``edgewise`` options,
-    for the request's own ``model`` (whose profile ``order="auto"`` may prune by). A body whose
-    documents cannot be read counts nothing here; the packing refuses it."""
-    from ..errors import EdgewiseError
-    from .conversation import extract
-
-    try:
-        opts = extract(body)[0]
-    except EdgewiseError:
-        return FREE
-    if opts is None:
-        return FREE
-    model = body.get("model") if isinstance(body.get("model"), str) else None
-    return pack_cost(opts["documents"], {**opts, "model": model}, order)

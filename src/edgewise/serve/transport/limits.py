@@ -29,8 +29,8 @@ from typing import Any
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..jsonin import lone_surrogate
-from .errors import ApiError, error_response
+from ...jsonin import lone_surrogate
+from ..errors import ApiError, error_response
 
 
 class BodyLimit:
@@ -119,7 +119,7 @@ _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]
 def check_unicode(body: bytes, value: Any) -> None:
     """400 when a string of ``value`` (``body`` parsed) holds a lone surrogate: it is not Unicode
     text, no UTF-8 can carry it (the reply could not be written), and the CLI refuses it too. The
-    proxy's bodies get the same rule and message (:mod:`edgewise.serve.readbody`). Fast: the raw
+    proxy's bodies get the same rule and message (:mod:`edgewise.serve.proxy.readbody`). Fast: the raw
     body is searched first, the parsed value only when the body may hold one."""
     if _MAYBE_SURROGATE.search(body) is None:
         return
@@ -145,7 +145,7 @@ def _check_text(path: str, text: str) -> None:
 
 class HeaderLimit:
     """Refuse a request with more than ``max_headers`` header lines (431). Their bytes are bounded
-    before the app runs, by the HTTP protocol (:mod:`edgewise.serve.connections`)."""
+    before the app runs, by the HTTP protocol (:mod:`edgewise.serve.transport.connections`)."""
 
     def __init__(self, app: ASGIApp, max_headers: int) -> None:
         self.app, self.max_headers = app, max_headers

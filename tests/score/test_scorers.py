@@ -103,7 +103,7 @@ def test_dense_cache_counts_hits_and_embeds_each_text_once(nq_rows, minilm):
 @pytest.mark.models
 def test_dense_padding_to_batch_length_does_not_change_vectors(nq_rows, minilm, np):
     """A short text embedded alone and in an fp32 batch with long ones gets the same vector (the
-    int8 model runs one text per batch: tests/relevance/test_int8.py)."""
+    int8 model runs one text per batch: tests/score/test_int8.py)."""
     short = "who got the first nobel prize in physics"
     longs = [_text(r["ctxs"][0]) for r in nq_rows[:5]]
     alone = dense.DenseScorer(batch_size=1, precision="fp32").embed([short])[0]

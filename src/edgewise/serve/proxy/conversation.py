@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks import check_bool, check_int, check_number
-from ..errors import BudgetError, ConfigError, InputError
-from ..options import DEFAULT_TOKENIZER, PackOptions
+from ...checks import check_bool, check_int, check_number
+from ...errors import BudgetError, ConfigError, InputError
+from ...options import DEFAULT_TOKENIZER, PackOptions
 from .chatformat import SYSTEM_ROLES, TEXT_PARTS, ChatFormat, chat_format, message_tokens, text_of
 from .rawjson import dumps
 
@@ -280,7 +280,7 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
     if model is not None and _packs_for(model, pack_opts["tokenizer"]):
         pack_opts["model"] = model  # the request's model is the model packed for: order="auto" uses its profile
     if packer is None:
-        from ..packing.packer import default_packer
+        from ...packing.packer import default_packer
 
         packer = default_packer()
     tok = packer.tokenizer(PackOptions.from_dict(pack_opts))
@@ -291,7 +291,7 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
 def _packs_for(model: str, tokenizer: Any) -> bool:
     """Whether the packer can be told it packs for ``model``: its catalogue knows the model, and the
     budget is counted with the model's own tokenizer (a client's other ``tokenizer`` still counts)."""
-    from ..catalog import get_model, resolve_name
+    from ...catalog import get_model, resolve_name
 
     return resolve_name(model) is not None and tokenizer == get_model(model).tokenizer
 
@@ -331,7 +331,7 @@ def _window(opts: Mapping[str, Any], model: str | None, get_model: Callable[[str
 
 def _lookup(model: str, get_model: Callable[[str], Any] | None, *, quiet: bool) -> Any:
     if get_model is None:
-        from ..catalog import get_model
+        from ...catalog import get_model
     try:
         return get_model(model)
     except ConfigError as e:

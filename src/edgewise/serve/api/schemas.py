@@ -11,7 +11,7 @@ shape around them (a string query, a list of chunks); the chunks themselves are 
 >>> PackRequest.model_validate({"query": "q", "chunks": ["a"], "options": {"budget": 9}}).options
 {'budget': 9}
 
-The LLM-summary options are left out (a request may not set them, :mod:`edgewise.serve.assets`),
+The LLM-summary options are left out (a request may not set them, :mod:`edgewise.serve.api.assets`),
 and so is ``summaries="llm"``:
 
 >>> sorted(options_schema()["properties"]) == sorted(set(PackOptions.names()) - set(LLM_SUMMARY_OPTIONS))
@@ -27,8 +27,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from ..options import PackOptions
-from ..prune.steps import DEFAULT_THRESHOLD
+from ...options import PackOptions
+from ...prune.steps import DEFAULT_THRESHOLD
 from .assets import LLM_SUMMARY_OPTIONS
 
 
@@ -39,7 +39,7 @@ def options_schema(exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     for name in (*exclude, *LLM_SUMMARY_OPTIONS):
         schema["properties"].pop(name)
     summaries = schema["properties"]["summaries"]
-    summaries["enum"] = [v for v in summaries["enum"] if v != "llm"]  # not served: see serve.assets
+    summaries["enum"] = [v for v in summaries["enum"] if v != "llm"]  # not served: see serve.api.assets
     return schema
 
 
