@@ -21,7 +21,7 @@ from .packing.packer import Packer
 from .packing.select import fit, limit
 from .prune.steps import extractive_summary, highlight, prune_chunk
 from .score import get_scorer, register_scorer, scorer_names
-from .score.rank import rank
+from .score.ranking import rank
 from .tokens.tokenizers import get_tokenizer, register_tokenizer, tokenizer_names
 
 __version__ = "0.1.0"

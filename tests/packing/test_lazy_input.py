@@ -19,7 +19,7 @@ from edgewise import BudgetError, pack
 from edgewise.chunk import Chunk, normalize, plain_fields
 from edgewise.layout import get_layout
 from edgewise.packing.plain import rank_plain
-from edgewise.score.rank import rank
+from edgewise.score.ranking import rank
 
 from ..conftest import examples
 

@@ -531,7 +531,7 @@ def test_preloaded_dense_model_is_ready_and_used(tmp_path):
         r = httpx.post(f"{server['url']}/v1/pack", json={"query": QUERY, "chunks": plain, "options": options}, timeout=60)
         assert r.json() == _json(edgewise.pack(QUERY, plain, options).to_dict())
         r = httpx.post(f"{server['url']}/v1/score", json={"query": QUERY, "chunks": plain, "scorer": "dense"}, timeout=60)
-        from edgewise.score.rank import score_chunks
+        from edgewise.score.ranking import score_chunks
 
         assert [c["score"] for c in r.json()] == score_chunks(QUERY, edgewise.normalize(plain)[0], "dense")
 

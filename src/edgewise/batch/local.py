@@ -50,7 +50,7 @@ def warm(packer: Any, rows: Sequence[tuple[int, Any, bool]]) -> int:
     """Embed, in one model call, what the rows packed with the packer's own scorer will score; returns
     how many texts were handed to the model (0 when the scorer is not an embedding scorer)."""
     from ..chunk import normalize
-    from ..score.rank import scored_text
+    from ..score.ranking import scored_text
 
     scorer = packer.scorer(packer.options)
     if scorer is None or not callable(getattr(scorer, "embed", None)):

@@ -42,7 +42,7 @@ def cmd_score(a: argparse.Namespace) -> None:
     from dataclasses import replace
 
     from ..score import get_scorer
-    from ..score.rank import score_chunks
+    from ..score.ranking import score_chunks
 
     query = _query(a.query)
     chunks = _chunks(a.chunks)

@@ -26,7 +26,7 @@ from ..order import place, resolve, slot_index
 from ..order.profiles import choose
 from ..prune.condense import prune_step, summary_step
 from ..score import Scorer, get_scorer
-from ..score.rank import rank
+from ..score.ranking import rank
 from ..tokens.tokenizers import Tokenizer, get_tokenizer
 from . import debug
 from .budget import BlockCosts, Layers, Meter, PackCounts, Settled, reserve, settle

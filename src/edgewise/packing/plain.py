@@ -3,7 +3,7 @@
 A pack of 20,000 retrieved dicts of which 20 fit should pay for reading 20,000 dicts, not for
 building 20,000 :class:`~edgewise.chunk.Chunk` records it will only report as dropped.
 :func:`rank_plain` validates the caller's dicts as :func:`edgewise.chunk.plain_fields` validates
-one (a column at a time) and ranks them as :func:`edgewise.score.rank.rank` ranks given scores;
+one (a column at a time) and ranks them as :func:`edgewise.score.ranking.rank` ranks given scores;
 :class:`PlainRanked` is the ranked sequence, building a chunk when a step reads it (the same chunk
 ``normalize`` builds). Anything else (a duplicate id, a Chunk, meta, an int score, a bad value) is
 left to the general path, which validates it field by field and reports what is wrong.

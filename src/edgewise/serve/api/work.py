@@ -79,7 +79,7 @@ def variants(packer: Packer, req: VariantsRequest, assets: Assets | None) -> dic
 def score(packer: Packer, req: ScoreRequest, assets: Assets | None) -> list[dict[str, Any]]:
     """``edgewise score``: every chunk with its score under the scorer and its rank (1 = best)."""
     from ...chunk import normalize
-    from ...score.rank import score_chunks
+    from ...score.ranking import score_chunks
 
     query = _query(req.query)
     opts = PackOptions(scorer=req.scorer)
