@@ -12,7 +12,7 @@ of 100-120 words of the NQ passages, titled, scores descending; seeded), one que
 of ``--budgets`` (``START:STOP``, default 4000:4261), ``--reps`` (default 1) cold packs, each after
 clearing the count cache and ``gc.collect()``: ``edgewise.pack(query, chunks, budget=B,
 tokenizer="cl100k_base", order="edges", layout="sections")``, CPU time. With ``--against
-CHECKOUT`` the other checkout's ``pack`` (loaded as in ``benchmarks/pack_ab.py``) is timed
+CHECKOUT`` the other checkout's ``pack`` (its ``src/edgewise`` loaded as ``edgewise_other``) is timed
 alternately on the same input, first one then the other, budget by budget.
 
 Each budget is put in a band by this checkout's debug record: ``exhausted`` (fewer than 1% of the
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import re
 import statistics
 import sys
@@ -45,13 +46,32 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import pack as bench  # noqa: E402 - benchmarks/pack.py: the same input and the same loop
-from pack_ab import _commit, load_other  # noqa: E402
 
 import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 
 TOKENIZER = "cl100k_base"
 BANDS = ("exhausted", "no cut", "tags", "tags priced")
+
+
+def load_other(checkout: Path):  # noqa: ANN201
+    """Another checkout's ``src/edgewise``, loaded under the name ``edgewise_other``."""
+    path = checkout / "src" / "edgewise"
+    spec = importlib.util.spec_from_file_location("edgewise_other", path / "__init__.py",
+                                                  submodule_search_locations=[str(path)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["edgewise_other"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _commit(module_file: Path) -> str:
+    """The checkout a module comes from, by its git commit (dirty when it has uncommitted changes)."""
+    import subprocess
+
+    root = module_file.resolve().parents[2]
+    out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return f"commit {out.stdout.strip()}" if out.returncode == 0 else "a checkout outside git"
 
 
 def band(info: Any, n: int) -> str:

@@ -1,5 +1,7 @@
-"""Sentence-pruning half of ``benchmarks/relevance.py``: labelled examples, precision/recall/F1 per
-passage, threshold search and the fit of the logistic heads. Run through ``relevance.py``."""
+"""Sentence pruning on NaturalQuestions passages: labelled examples (a sentence is gold when it holds
+a normalised answer), precision/recall/F1 per passage, the threshold search, and the fit of the
+logistic sentence heads of ``edgewise.prune.scores``. A library module with no command of its own:
+``benchmarks/relevance.py tune`` fits the heads with it, ``relevance.py run --only prune`` reports them."""
 
 from __future__ import annotations
 

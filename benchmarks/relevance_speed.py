@@ -1,5 +1,9 @@
-"""Speed half of ``benchmarks/relevance.py``: embedding throughput, and fp32 sentence-transformers
-against the int8 ONNX path. Run through ``relevance.py run [--only speed]``, not on its own."""
+"""Dense scoring speed: texts per second of edgewise's MiniLM path, timed interleaved with fp32
+sentence-transformers run in another interpreter (``--st-python``), with the agreement of the two
+rankings (Spearman, same top-2); int8 and fp32 against the matmul floor of their own batch shapes;
+what pruning costs beside scoring; and the machine description and table helpers the relevance
+report prints. A library module with no command of its own: ``benchmarks/relevance.py run --only
+speed`` runs it."""
 
 from __future__ import annotations
 

@@ -21,7 +21,9 @@ Times are CPU ms of this process (all threads: the batch calls use several) and 
 over ``--reps`` repetitions; within a repetition the implementations run in a rotated order on
 the same chunks. Chunks are windows of 100-120 words at random offsets in the concatenated passages.
 
-    .venv/bin/python benchmarks/tokenizer_speed.py --reps 5 > docs/bench/tokenizers-exact-cl100k.txt
+    .venv/bin/python benchmarks/tokenizer_speed.py --reps 5 > docs/bench/tokenizers-exact-cl100k-candidates.txt
+
+(Implementations that are not installed are skipped, and the output says so.)
 """
 
 from __future__ import annotations

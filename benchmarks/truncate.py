@@ -13,7 +13,7 @@ Two measures, CPU time:
   one text of ``--words`` NQ words with the periods taken out (one "sentence", so every chunk is
   cut from the rest of it with ``truncate``: logs, tables and code read like this), with this
   checkout and, given ``--against CHECKOUT``, that checkout's ``split_text`` (loaded as in
-  ``benchmarks/pack_ab.py``), alternately, ``--reps`` times; median ms. The pieces must be equal.
+  ``benchmarks/pack_band.py``), alternately, ``--reps`` times; median ms. The pieces must be equal.
 
     .venv/bin/python benchmarks/truncate.py [--tokenizer cl100k_base] [--cuts 8,32,64,128]
         [--passages 1000] [--words 5000,20000,80000] [--reps 3] [--against CHECKOUT] [--data FILE|DIR]
@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pack_ab import _commit, load_other  # noqa: E402
+from pack_band import _commit, load_other  # noqa: E402
 
 import edgewise  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402

@@ -2,6 +2,8 @@
 
 import gc
 import importlib.util
+import itertools
+import re
 import sys
 
 import pytest
@@ -170,7 +172,7 @@ def test_pack_band_runs_the_python_passes_when_asked(capsys, monkeypatch):
     assert [r[:3] for r in in_python] == [r[:3] for r in compiled]
 
 
-@pytest.mark.parametrize("raw_name", ["pack-band-20k-c-beside-python.txt", "pack-band-20k-generic-c-beside-policy-c.txt"])
+@pytest.mark.parametrize("raw_name", ["pack-band-20k-c-beside-python.txt"])
 def test_the_band_sweep_table_is_the_committed_run(raw_name):
     """BENCHMARKS.md quotes the by-band table of each committed band sweep, and the sweep's lines add up to it."""
     raw = (ROOT / "docs" / "bench" / raw_name).read_text(encoding="utf-8")
@@ -203,19 +205,13 @@ def test_truncate_benchmark_tiny_run(capsys):
     assert "| words | characters | chunks | this ms | other ms |" in printed
 
 
-def test_the_select_steps_table_is_the_committed_run():
-    """BENCHMARKS.md quotes benchmarks/pack_ab.py's table of warm packs, this tree beside another, as printed."""
-    raw = (ROOT / "docs" / "bench" / "pack-ab-select-in-steps-beside-one-function.txt").read_text(encoding="utf-8")
-    table = raw.split("\n\n")[-1].strip()
-    assert table.startswith("| chunks | budget | other ms | this ms |") and table.count("\n") == 7
-    assert table in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-
-
-def test_the_truncate_tables_are_the_committed_run():
+def test_the_truncate_table_is_the_committed_run():
+    """BENCHMARKS.md quotes the cuts table of benchmarks/truncate.py as printed (the run's second
+    table, the chunker beside another checkout, stays in the raw file)."""
     raw = (ROOT / "docs" / "bench" / "truncate-head.txt").read_text(encoding="utf-8")
     tables = [t.strip() for t in raw.split("\n\n") if t.strip().startswith("| ")]
     doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    assert len(tables) == 2 and all(t in doc for t in tables)
+    assert len(tables) == 2 and tables[0].startswith("| tokens kept | truncate µs |") and tables[0] in doc
 
 
 def test_the_batch_tables_are_the_committed_run():
@@ -236,3 +232,25 @@ def test_the_batch_tables_are_the_committed_run():
     targets = doc.split("| `edgewise batch` on Ray Data, per actor")[1].split("\n")[0]
     assert [ratios[f"{n} chunks, ray x{a} / local x{a}, steady per worker"].replace("x", "×") in targets
             for a in (1, 2) for n in (20, 200)] == [True] * 4
+
+
+def _sections(doc: str) -> list[tuple[str, str]]:
+    """BENCHMARKS.md cut at its headings: (heading, text up to the next heading)."""
+    parts = re.split(r"^(#{2,4} .+)$", doc, flags=re.MULTILINE)
+    return list(zip(parts[1::2], parts[2::2]))
+
+
+def test_every_table_names_an_existing_script_and_every_cited_file_exists():
+    """Each section with a table names the benchmarks/ script that prints it (or ``make bench``), and
+    every script and raw file BENCHMARKS.md names exists (``{a,b}`` spells several raw files)."""
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    without = [h for h, text in _sections(doc) if "\n|" in text and h != "## Targets"
+               and not re.search(r"benchmarks/\w+\.py|make bench", text)]
+    assert without == []
+    scripts = set(re.findall(r"benchmarks/(\w+\.py)", doc))
+    assert scripts and [s for s in scripts if not (ROOT / "benchmarks" / s).is_file()] == []
+    raws = []
+    for name in re.findall(r"docs/bench/([\w.{},-]+\.(?:txt|json))", doc):
+        pieces = [p.split(",") for p in re.split(r"[{}]", name)]  # text, {options}, text, {options}, ...
+        raws += ["".join(parts) for parts in itertools.product(*pieces)]
+    assert raws and [n for n in raws if not (ROOT / "docs" / "bench" / n).is_file()] == []
