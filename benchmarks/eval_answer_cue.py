@@ -15,7 +15,7 @@ import argparse
 from edgewise.eval.metrics import first_line, get_metric
 from edgewise.eval.runner import build_prompt, parse_condition
 from edgewise.eval.tasks import build_task
-from edgewise.prune.llm import LocalBackend
+from edgewise.llm.local import LocalBackend
 
 PIPELINE = ("edgewise:order=edges,scorer=dense,rescore=true,layout=sections,budget=1200,high_importance_k=3,"
             "summary_tokens=40,summaries=auto")

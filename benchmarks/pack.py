@@ -63,9 +63,9 @@ is judged on ``largest worst`` alone ("met" / "not met"); the others are "met" w
 is within the target, "met by median, not by worst" when only ``largest median`` is, else "not
 met"; "not measured" when the run has no row the target covers.
 
-edgewise counts on quicktok (``--counter``, default), as a long-lived process does: it switches to
-it by itself after 4 M characters, and the run switches it before the warm-up so that no timed call
-pays the ~0.2 s load; ``--counter rs-bpe`` times the counter a process starts with. The loop and the
+edgewise counts on quicktok (``--counter``, default), as a long-lived process does (a ``Packer`` or
+``edgewise serve`` switches to it at start); the run switches it before the warm-up so that no timed
+call pays the ~0.2 s load; ``--counter rs-bpe`` times the counter a process starts with. The loop and the
 encode pass use tiktoken, as a user's code would.
 
 Chunk texts are windows of 100-120 words (uniform; ~150 tokens) at random offsets of the stream of
@@ -208,14 +208,11 @@ def load_haystack() -> tuple[Any, Any] | None:
 
 def set_counter(counter: str) -> str:
     """Make edgewise's cl100k tokenizer count on ``counter`` for the whole run: ``quicktok`` (switched
-    now, as a long-lived process is: ``TiktokenTokenizer.speed_up``) or ``rs-bpe`` (never switched:
-    ``switch_after = None``). Left alone, counting would switch by itself inside some timed call once
-    the run has counted 4 M characters. Returns what counts; stops the run when that is not ``counter``."""
+    now, as a long-lived process is: ``TiktokenTokenizer.speed_up``) or ``rs-bpe`` (what it starts with:
+    counting never switches by itself). Returns what counts; stops the run when that is not ``counter``."""
     tok = get_tokenizer(TOKENIZER)
     if counter == "quicktok":
         tok.speed_up()
-    else:
-        tok.switch_after = None
     if tok.counter != counter:
         raise SystemExit(f"asked to count on {counter}, but {TOKENIZER} counts on {tok.counter}")
     return tok.counter

@@ -90,18 +90,16 @@ def use_passes(passes: str) -> str:
     compiler runs). Returns what runs them."""
     from functools import partial
 
-    from edgewise.packing import plain as ranked
-    from edgewise.tokens import compiled, wordbound
+    from edgewise import compiled
+    from edgewise.tokens import wordbound
 
     tok = edgewise.tokens.tokenizers.get_tokenizer(TOKENIZER)
     if passes == "c":
         if compiled.module is None:
             raise SystemExit(f"asked for the compiled passes, but {compiled.STATUS}")
         tok.lower_bound.scan = partial(compiled.module.scan_words, tok.lower_bound.bridges != ())
-        ranked.plain_columns = compiled.module.plain_columns
         return "C"
     tok.lower_bound.scan = partial(wordbound.scan_words_py, tok.lower_bound.bridges != ())
-    ranked.plain_columns = ranked.plain_columns_py
     return "Python"
 
 

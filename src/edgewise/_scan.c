@@ -1,16 +1,17 @@
-/* edgewise._scan: the passes over every input chunk and text that a pack makes, in C.
+/* edgewise._scan: three generic primitives in C, each measured on a pack of 20,000 chunks or a large
+ * request body, each with a Python twin. No policy lives here: which chunks are valid, dropped or
+ * why is decided in Python.
  *
- * - scan_words: from an order of texts, the first whose word bound is within a number (generic: the
- *   reasons a caller skips texts for are decided in Python, by edgewise.packing.select).
- * - plain_columns: the fields of plain input dicts, read and checked a column at a time
- *   (edgewise.packing.plain.rank_plain).
+ * - scan_words, words_over: from an order of texts, the first whose word bound is within a number,
+ *   and one text's bound against a number (edgewise.tokens.wordbound; its caller is
+ *   edgewise.packing.fast.skip).
  * - any_in_ranges: whether a text holds a code point of a table of ranges (the characters on which a
  *   counter disagrees with tiktoken, edgewise.tokens.counters.UNEQUAL).
  * - within: whether a parsed JSON value nests its objects and arrays less deep than a limit and holds
  *   no float outside a bound (the limit and the bound are edgewise.jsonin's, passed in).
  *
- * Optional: setup.py builds it with optional=True, and edgewise.tokens.wordbound and edgewise.packing.plain fall
- * back to the same passes in Python (scan_words_py, plain_columns_py) where it is missing.
+ * Optional: setup.py builds it with optional=True; edgewise.compiled loads it, and each caller
+ * falls back to the same pass in Python where it is missing.
  * tests/tokens/test_scan.py holds each pair to the same answers.
  *
  * A text's bound is edgewise.tokens.wordbound.words_bound: its whitespace-separated words as str.split()
@@ -168,82 +169,6 @@ words_over(PyObject *self, PyObject *args)
     return over < 0 ? NULL : PyBool_FromLong(over);
 }
 
-PyDoc_STRVAR(plain_columns_doc,
-"plain_columns(items) -> (texts, ids, scores, titles, missing_ids, missing_scores) | None\n\n"
-"See edgewise.packing.plain.plain_columns_py, the same in Python.");
-
-static PyObject *key_text, *key_id, *key_score, *key_title, *key_tokens, *key_meta;
-
-/* items[i][key] (borrowed; NULL when absent, with no error set) */
-static PyObject *
-field(PyObject *item, PyObject *key)
-{
-    return PyDict_GetItemWithError(item, key);
-}
-
-static PyObject *
-plain_columns(PyObject *self, PyObject *items)
-{
-    (void)self;
-    if (!PyList_CheckExact(items) && !PyTuple_CheckExact(items))
-        Py_RETURN_NONE;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(items), missing_ids = 0, missing_scores = 0, i;
-    PyObject **item = PySequence_Fast_ITEMS(items);
-    if (n == 0)
-        Py_RETURN_NONE;
-    PyObject *texts = PyList_New(n), *ids = PyList_New(n), *scores = PyList_New(n), *titles = PyList_New(n);
-    if (texts == NULL || ids == NULL || scores == NULL || titles == NULL)
-        goto fail;
-    for (i = 0; i < n; i++) {
-        PyObject *d = item[i];
-        if (!PyDict_CheckExact(d))
-            goto plain_not;
-        PyObject *text = field(d, key_text), *cid = field(d, key_id), *score = field(d, key_score);
-        PyObject *title = field(d, key_title);
-        if (PyErr_Occurred())
-            goto fail;
-        if (cid == Py_None)
-            cid = NULL;
-        if (score == Py_None)
-            score = NULL;
-        if (title == Py_None)
-            title = NULL;
-        if (text == NULL || !PyUnicode_CheckExact(text) || (cid != NULL && !PyUnicode_CheckExact(cid))
-            || (title != NULL && !PyUnicode_CheckExact(title)))
-            goto plain_not;
-        if (score != NULL && (!PyFloat_CheckExact(score) || !isfinite(PyFloat_AS_DOUBLE(score))))
-            goto plain_not;
-        /* another key than the four read (or one of them set to None): tokens and meta must be absent */
-        if (PyDict_GET_SIZE(d) != 1 + (cid != NULL) + (score != NULL) + (title != NULL)) {
-            PyObject *tokens = field(d, key_tokens), *meta = field(d, key_meta);
-            if (PyErr_Occurred())
-                goto fail;
-            if ((tokens != NULL && tokens != Py_None) || (meta != NULL && meta != Py_None))
-                goto plain_not;
-        }
-        missing_ids += cid == NULL;
-        missing_scores += score == NULL;
-        PyList_SET_ITEM(texts, i, Py_NewRef(text));
-        PyList_SET_ITEM(ids, i, Py_NewRef(cid != NULL ? cid : Py_None));
-        PyList_SET_ITEM(scores, i, Py_NewRef(score != NULL ? score : Py_None));
-        PyList_SET_ITEM(titles, i, Py_NewRef(title != NULL ? title : Py_None));
-    }
-    return Py_BuildValue("(NNNNnn)", texts, ids, scores, titles, missing_ids, missing_scores);
-plain_not:
-    /* not plain: the caller's general path validates it and says what is wrong */
-    Py_DECREF(texts);
-    Py_DECREF(ids);
-    Py_DECREF(scores);
-    Py_DECREF(titles);
-    Py_RETURN_NONE;
-fail:
-    Py_XDECREF(texts);
-    Py_XDECREF(ids);
-    Py_XDECREF(scores);
-    Py_XDECREF(titles);
-    return NULL;
-}
-
 PyDoc_STRVAR(any_in_ranges_doc,
 "any_in_ranges(text, pages, table) -> bool\n\n"
 "Whether text holds a code point of table: sorted, disjoint ranges packed as native uint32 pairs\n"
@@ -334,7 +259,6 @@ within(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"scan_words", scan_words, METH_VARARGS, scan_words_doc},
     {"words_over", words_over, METH_VARARGS, bound_over_doc},
-    {"plain_columns", plain_columns, METH_O, plain_columns_doc},
     {"any_in_ranges", any_in_ranges, METH_VARARGS, any_in_ranges_doc},
     {"within", within, METH_VARARGS, within_doc},
     {NULL, NULL, 0, NULL},
@@ -342,7 +266,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "edgewise._scan",
-    "The passes a pack makes over every input chunk, in C (see edgewise.tokens.wordbound and edgewise.packing.plain).", -1, methods,
+    "Generic passes in C, each with a Python twin (see edgewise.compiled).", -1, methods,
 };
 
 PyMODINIT_FUNC
@@ -350,11 +274,5 @@ PyInit__scan(void)
 {
     for (int c = 0; c < 256; c++)
         space_ucs1[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
-    if ((key_text = PyUnicode_InternFromString("text")) == NULL || (key_id = PyUnicode_InternFromString("id")) == NULL
-        || (key_score = PyUnicode_InternFromString("score")) == NULL
-        || (key_title = PyUnicode_InternFromString("title")) == NULL
-        || (key_tokens = PyUnicode_InternFromString("tokens")) == NULL
-        || (key_meta = PyUnicode_InternFromString("meta")) == NULL)
-        return NULL;
     return PyModule_Create(&module);
 }

@@ -1,6 +1,6 @@
-"""edgewise._scan: four generic passes in C (src/edgewise/_scan.c), each with its Python twin.
+"""edgewise._scan: generic passes in C (src/edgewise/_scan.c), each with its Python twin.
 
-They read texts and plain dicts and know nothing of selection policy: which chunks are dropped and
+They read texts and parsed JSON and know nothing of selection policy: which chunks are dropped and
 why is decided in :mod:`edgewise.packing.select`.
 """
 
@@ -14,10 +14,6 @@ def scan_words(bridged: bool, texts: list[str], order: list[int] | None, start: 
 
 def words_over(text: str, stop: int, bridges: bool, /) -> bool:
     """Whether ``edgewise.tokens.wordbound.words_bound(text, stop, bridges)`` passes ``stop``."""
-
-def plain_columns(items: Any, /) -> tuple[list[str], list[Any], list[Any], list[Any], int, int] | None:
-    """The texts, ids, scores and titles of plain input dicts, a column each, and how many have no
-    id and no score; None unless every item is a plain dict. Twin: ``edgewise.packing.plain.plain_columns_py``."""
 
 def any_in_ranges(text: str, pages: bytes, table: bytes, /) -> bool:
     """Whether ``text`` holds a code point of ``table`` (sorted (first, last) pairs of native uint32),

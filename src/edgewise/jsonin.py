@@ -22,6 +22,7 @@ from itertools import chain, compress, repeat
 from operator import is_
 from typing import Any
 
+from . import compiled
 from .errors import InputError
 
 _BOM = b"\xef\xbb\xbf"
@@ -100,10 +101,7 @@ UNREAD = object()
 _BIG = 2.0 ** 63  # orjson reads an integer past 64 bits as a float at least this large
 _CONTAINERS = frozenset((dict, list))
 _orjson: Any = None  # the module once imported; False when it is not installed
-try:
-    from ._scan import within as _within
-except ImportError:  # not built (no C compiler at install): clean_py
-    _within = None
+_within = None if compiled.module is None else compiled.module.within  # not built: clean_py
 
 
 def quick(data: str | bytes, minimum: int | None = None) -> Any:

@@ -18,11 +18,12 @@ MAX_TOP_LEVEL = 12  # modules directly in src/edgewise/: the rest lives in a pac
 MAX_FUNCTION_LINES = 60  # a screen: a function's body, its docstring not counted
 
 # Each unit (a top-level module or a package of src/edgewise/) may import units of its own layer or
-# below, never above. Lazy imports inside functions count too.
+# below, never above. Lazy imports inside functions count too. The LLM clients (llm) need only the
+# errors, the checks and the assembled models: prune, eval and index build on them.
 LAYERS = [
-    {"errors"},
+    {"errors", "compiled"},
     {"checks", "registry", "files", "jsonin", "raysupport", "bundled"},
-    {"chunk", "tokens"},
+    {"chunk", "tokens", "llm"},
     {"options", "order", "layout", "catalog", "score"},
     {"prune"},
     {"packing"},

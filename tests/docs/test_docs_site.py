@@ -254,6 +254,7 @@ def test_the_site_builds_strictly_with_every_page(site):
                                 "edgewise.integrations.langchain.EdgewiseReorder",
                                 "edgewise.integrations.llamaindex.EdgewisePacker"]),
     ("reference/eval", ["edgewise.eval.runner", "edgewise.eval.report"]),
+    ("reference/llm", ["edgewise.llm.local", "edgewise.llm.openai", "reply_byte_limit"]),
 ])
 def test_the_reference_shows_the_docstrings(site, page, phrases):
     text = rendered_text(site / page / "index.html")

@@ -17,8 +17,8 @@ from edgewise import bundled as assembled
 from edgewise.catalog import resolve_name
 from edgewise.errors import BackendError, InputError
 from edgewise.eval.backends import get_backend
-from edgewise.prune import llm
-from edgewise.prune.llm import LocalBackend
+from edgewise.llm import local
+from edgewise.llm.local import LocalBackend
 
 from .fakes import UnloadedLlama
 
@@ -186,7 +186,7 @@ def test_the_backend_runs_the_named_model_and_is_keyed_by_its_file(tmp_path, mon
     llama_cpp = pytest.importorskip("llama_cpp")
 
     monkeypatch.setattr(llama_cpp, "Llama", UnloadedLlama)
-    monkeypatch.setattr(llm, "_LOADED", {})
+    monkeypatch.setattr(local, "_LOADED", {})
     asked = []
     fake = tmp_path / assembled.QWEN_MODEL
 

@@ -163,12 +163,12 @@ def test_registry_and_bad_options():
                          ids=["amx", "no-amx"])
 def test_a_llama_cpp_built_with_amx_is_named_before_the_first_prompt(monkeypatch, tmp_path, info):
     llama_cpp = pytest.importorskip("llama_cpp")
-    from edgewise.prune import llm
+    from edgewise.llm import local
 
     monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: info)
     monkeypatch.setattr(llama_cpp, "Llama", UnloadedLlama)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        loaded = llm._load_llama(tmp_path / "m.gguf", 512, 1, 0)
+        loaded = local._load_llama(tmp_path / "m.gguf", 512, 1, 0)
     assert loaded.options["model_path"] == str(tmp_path / "m.gguf")
-    assert [str(w.message) for w in said] == ([llm.AMX_NOTE] if b"AMX" in info else [])
+    assert [str(w.message) for w in said] == ([local.AMX_NOTE] if b"AMX" in info else [])

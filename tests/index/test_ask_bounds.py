@@ -5,7 +5,7 @@ The upstream is the loopback fake of ``tests/proxy_upstream.py``: model ``text-{
 that many bytes of text, made piece by piece and sent chunked (no length up front), and
 ``big-{bytes}`` with a reply that declares its length. ``edgewise ask`` runs as a subprocess against
 a store of the bundled documents, and its peak memory is its own ``ru_maxrss`` (``os.wait4``). The
-reply limit itself (:func:`edgewise.prune.llm.reply_byte_limit`) and the token check are held on
+reply limit itself (:func:`edgewise.llm.openai.reply_byte_limit`) and the token check are held on
 ``OpenAIBackend`` directly, without a store.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from edgewise.errors import BackendError
-from edgewise.prune.llm import (
+from edgewise.llm.openai import (
     COMPLETION_TOKEN_SLACK,
     MAX_CHARS_PER_TOKEN,
     REPLY_BYTES_PER_TOKEN,

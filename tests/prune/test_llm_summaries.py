@@ -432,7 +432,7 @@ class CountingLLM:
         return {"backend": self.name, "model": self.model, "temperature": 0.0}
 
     def complete(self, prompt, *, max_tokens, stop):
-        from edgewise.prune.llm import Completion
+        from edgewise.llm.protocol import Completion
 
         self.calls += 1
         return Completion(passage_of(prompt).split(". ")[0] + ".")
@@ -555,7 +555,7 @@ class Counted:
 def test_gemma_writes_summaries_within_the_cap_and_caches_them(tmp_path):
     pytest.importorskip("llama_cpp")
     from edgewise.eval.backends import get_backend
-    from edgewise.prune.llm import LocalBackend
+    from edgewise.llm.local import LocalBackend
 
     chunks = _chunks(8)
     tokenizer = "cl100k_base"

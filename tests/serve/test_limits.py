@@ -355,9 +355,9 @@ def test_every_error_of_edgewise_is_marked_as_edgewise(plain):
 
 
 def test_the_library_reads_a_template_fifo_without_blocking(tmp_path):
-    """What the server's check guards is also refused where the file is read (edgewise.files)."""
+    """What the server's check guards is also refused where the file is read (edgewise.files.cache)."""
     from edgewise.errors import ConfigError
-    from edgewise.files import load_cached
+    from edgewise.files.cache import load_cached
 
     fifo = tmp_path / "t.j2"
     os.mkfifo(fifo)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import json
 import threading
-import warnings
 
 import pytest
 
@@ -82,8 +81,8 @@ def test_a_pack_counts_with_the_counter_it_started_with(monkeypatch: pytest.Monk
 
 
 def test_counting_never_switches_by_itself_however_much_a_process_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Packs counting 5.4 M characters of fresh text (past the 4 M after which counting used to
-    switch, loading quicktok inside the pack that crossed it) load nothing and stay on rs-bpe."""
+    """Packs counting 5.4 M characters of fresh text load nothing and stay on rs-bpe: no amount of
+    counting loads quicktok inside a pack."""
     calls = recording_load(monkeypatch)
     tok = TiktokenTokenizer("cl100k_base", cache_chars=0)
     seen = 0
@@ -109,18 +108,6 @@ def test_a_packer_switches_when_it_is_constructed_and_its_packs_load_nothing(mon
         lazy.pack(query, chunks)
     assert (calls, tok.counter, lazy_tok.counter) == (["cl100k_base"], "quicktok", "rs-bpe")
     assert lazy_tok.speed_up() is True and calls == ["cl100k_base"] * 2
-
-
-def test_switch_after_is_refused_with_a_warning_and_never_switches(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = recording_load(monkeypatch)
-    with pytest.warns(DeprecationWarning, match=r"switch_after=1000\) is ignored: counting no longer switches"):
-        tok = TiktokenTokenizer("cl100k_base", switch_after=1_000)
-    text = "word " * 1000
-    assert [tok.count(text + c) for c in "abc"] == [1001] * 3
-    assert (calls, tok.counter) == ([], "rs-bpe")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        TiktokenTokenizer("cl100k_base", switch_after=None)  # what it now is: no warning
 
 
 def test_each_exact_backend_is_a_counter_and_counts_what_tiktoken_counts() -> None:

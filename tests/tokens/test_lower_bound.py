@@ -95,7 +95,7 @@ def test_tags_bound_holds_for_every_title_and_id_shape(name: str) -> None:
 def test_tags_priced_by_parts_are_what_the_rendered_block_costs(name: str) -> None:
     """The exact price of a truncated block's tags, summed from its parts without rendering it, is
     the rendered block's count: for every title and id shape, through a pack's counts and without."""
-    from edgewise.packing.budget import PackCounts
+    from edgewise.packing.fast import PackCounts
 
     tok = get_tokenizer(name)
     titles = [None, "", "T", "Some Title", "a\nb", '"quoted"', "x)(", "ünï cödé 👩‍👩‍👧", " lead", "trail ", "-dash", "<doc>"]

@@ -1,6 +1,6 @@
 """The passes in C (``edgewise._scan``, built by setup.py with ``optional=True``) give the answers
 of their Python twins: the word-bound scan (``edgewise.tokens.wordbound.scan_words_py``, and
-``words_bound`` itself) and the read of plain input dicts (``edgewise.packing.plain.plain_columns_py``);
+``words_bound`` itself) and the read of plain input dicts (``edgewise.packing.fast.lazy.plain_columns``);
 a pack scans the same in either: the same prompt and the same debug record, reason for reason.
 """
 
@@ -24,13 +24,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import edgewise.packing.plain
-import edgewise.tokens.compiled
+import edgewise.compiled
+import edgewise.packing.fast.lazy
 import edgewise.tokens.counters as counters
 import edgewise.tokens.wordbound as wordbound
 from edgewise import pack
 from edgewise.chunk import Chunk
-from edgewise.packing.plain import plain_columns_py
+from edgewise.packing.fast.lazy import plain_columns
 from edgewise.tokens.tokenizers import get_tokenizer
 from edgewise.tokens.wordbound import O200K_BRIDGES, WordBound, scan_words_py, words_bound
 
@@ -47,9 +47,9 @@ TEXTS = st.one_of(st.lists(st.sampled_from(PIECES), max_size=60).map("".join), s
 
 def test_this_install_scans_in_c() -> None:
     # make test installs with a C compiler: the passes it measures and tests are the compiled ones
-    assert edgewise.tokens.compiled.STATUS == wordbound.SCANNER == "C", edgewise.tokens.compiled.STATUS
+    assert edgewise.compiled.STATUS == wordbound.SCANNER == "C", edgewise.compiled.STATUS
     assert WordBound().scan.func is wordbound.scan_words
-    assert wordbound.scan_words.__module__ == edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
+    assert wordbound.scan_words.__module__ == "edgewise._scan"
 
 
 @settings(max_examples=examples(600), deadline=None)
@@ -132,14 +132,19 @@ def items(draw: Any) -> Any:
 
 @settings(max_examples=examples(600), deadline=None)
 @given(given_items=items())
-def test_c_reads_plain_dicts_as_the_python_pass_does(given_items: Any) -> None:
-    from edgewise._scan import plain_columns
+def test_plain_dicts_are_read_a_column_at_a_time_by_the_rule_for_one(given_items: Any) -> None:
+    """``plain_columns`` applies :func:`edgewise.chunk.plain_fields`'s rule to every dict at once:
+    columns exactly when each dict passes it, holding what it reads from each."""
+    from edgewise.chunk import plain_fields
 
-    mine, theirs = plain_columns(given_items), plain_columns_py(given_items)
-    # (nan != nan: compared by repr)
-    assert repr(mine) == repr(theirs)
-    if mine is not None:
-        assert all(type(col) is list for col in mine[:4])
+    cols = plain_columns(given_items)
+    shaped = type(given_items) in (list, tuple) and len(given_items) > 0
+    fields = [plain_fields(d) for d in given_items] if shaped else [None]
+    assert (cols is not None) == all(f is not None for f in fields)
+    if cols is not None:
+        texts, ids, scores, titles, missing_ids, missing_scores = cols
+        assert list(zip(texts, ids, scores, titles)) == fields
+        assert (missing_ids, missing_scores) == (ids.count(None), scores.count(None))
 
 
 def test_scan_refuses_what_it_cannot_read() -> None:
@@ -166,7 +171,7 @@ def test_the_compiled_scan_knows_texts_only() -> None:
     stub = ast.parse((ROOT / "src" / "edgewise" / "_scan.pyi").read_text(encoding="utf-8"))
     declared = {f.name: [a.arg for a in f.args.posonlyargs] for f in stub.body if isinstance(f, ast.FunctionDef)}
     assert declared == {"scan_words": ["bridged", "texts", "order", "start", "stop", "limit"],
-                        "words_over": ["text", "stop", "bridges"], "plain_columns": ["items"],
+                        "words_over": ["text", "stop", "bridges"],
                         "any_in_ranges": ["text", "pages", "table"], "within": ["value", "limit", "bound"]}
     assert sorted(name for name in vars(c) if not name.startswith("_")) == sorted(declared)
     assert inspect.signature(wordbound.scan_words_py).parameters.keys() == set(declared["scan_words"])
@@ -224,7 +229,6 @@ def test_packs_are_the_same_in_c_and_in_python(tokenizer: str, monkeypatch: pyte
     tok = get_tokenizer(tokenizer)
     bridges = tok.lower_bound.bridges  # type: ignore[attr-defined]
     monkeypatch.setattr(tok.lower_bound, "scan", partial(scan_words_py, bridges != ()))
-    monkeypatch.setattr(edgewise.packing.plain, "plain_columns", plain_columns_py)
     assert _sweep(tokenizer) == compiled
 
 
@@ -239,13 +243,13 @@ def test_without_the_compiled_scan_edgewise_scans_in_python() -> None:
     code = ("import sys; sys.modules['edgewise._scan'] = None\n"
             "import edgewise.tokens.wordbound as w\n"
             "from edgewise.tokens import get_tokenizer\n"
-            "import edgewise.packing.plain as r\n"
+            "import edgewise.packing.fast.lazy as r\n"
             "print(w.SCANNER); print(get_tokenizer('cl100k_base').lower_bound.scan.func.__name__)\n"
-            "print(r.plain_columns.__name__, r.rank_plain([{'id': 'a', 'text': 'x y', 'score': 0.5}])[0].ids())\n")
+            "print(r.rank_plain([{'id': 'a', 'text': 'x y', 'score': 0.5}])[0].ids())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0].startswith("Python (edgewise._scan is not built: ")
     assert out[1] == "scan_words_py"
-    assert out[2] == "plain_columns_py ['a']"
+    assert out[2] == "['a']"
 
 
 @pytest.mark.slow
@@ -297,7 +301,7 @@ def test_the_band_sweep_times_c_and_python_side_by_side(capsys: pytest.CaptureFi
     assert "\nother: " not in out and "| band | budgets | this ms (C): median (worst) | Python ms: median (worst) |" in out
     assert [r[0] for r in rows] == list(range(3998, 4008)) and all(r[3] > 0 and r[4] > 0 for r in rows)
     tok = get_tokenizer("cl100k_base")
-    assert tok.lower_bound.scan.func is wordbound.scan_words and edgewise.packing.plain.plain_columns.__module__ == "edgewise._scan"
+    assert tok.lower_bound.scan.func is wordbound.scan_words
     with pytest.raises(SystemExit):
         bench.main(["--passes", "c,python", "--against", str(ROOT), "--chunks", "10"])
 

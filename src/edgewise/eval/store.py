@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
-from ..files import HolderLock
+from ..files.writing import HolderLock
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"

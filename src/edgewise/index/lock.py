@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EdgewiseError, InputError
-from ..files import HolderLock
+from ..files.writing import HolderLock
 
 LOCK = ".edgewise-index.lock"
 POLL = 0.2  # seconds between tries while waiting

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, InputError
-from ..files import load_cached
+from ..files.cache import load_cached
 from ..registry import Registry
 
 T = TypeVar("T")

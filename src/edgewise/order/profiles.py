@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files import load_cached
+from ..files.cache import load_cached
 
 FORMAT = "edgewise-profile/1"
 ENV = "EDGEWISE_PROFILES"
@@ -212,7 +212,7 @@ def discover(dirs: Iterable[tuple[Path, str]] | None = None) -> Found:
 def install(profile: Profile, directory: str | Path | None = None) -> Path:
     """Write ``profile`` into the user's profile directory (or ``directory``) as ``MODEL--TASK-LAYOUT-N.json``,
     atomically; returns the path."""
-    from ..files import write_atomic
+    from ..files.writing import write_atomic
 
     target = Path(directory) if directory is not None else user_dir()
     target.mkdir(parents=True, exist_ok=True)

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..chunk import Chunk
 from ..errors import BudgetError
 from ..layout import Item, Layout, Rendered, RenderInput, hooks
-from ..tokens.cache import CountCache, line_break_tail, split_is_clean
-from ..tokens.tokenizers import Tokenizer
-from .plain import has_summaries
-from .select import Fit, Run, fit
+from ..tokens.cache import split_is_clean
+from ..tokens.tokenizers import Bounded, Tokenizer
+from . import fast
+from .select import Bounds, Fit, Run, fit
 
 TRUNCATION_MARK = " [...]"
 MAX_ESTIMATE_PASSES = 4
@@ -46,120 +47,6 @@ class Layers:
         )
 
 
-class PackCounts:
-    """One pack's view of a tokenizer: each distinct text is counted once per pack, whatever the
-    shared cache holds, and the pack adds at most half the shared cache's capacity to it.
-
-    A pack counts the same blocks several times (fitting, re-rendering, the debug record); this
-    memo serves those repeats, so the shared cache is only for what other packs will reuse, and one
-    pack whose input is larger than the cache cannot evict everything else (or, scanning in order,
-    evict exactly what it needs next): past its share, its misses are counted and not cached.
-    """
-
-    def __init__(self, tok: Tokenizer) -> None:
-        pinned = getattr(tok, "pinned", None)  # the counter this pack starts with counts all of it
-        self.tok = tok = pinned() if pinned is not None else tok
-        self.name, self.estimated = tok.name, tok.estimated
-        cache = getattr(tok, "_cache", None)
-        self._admits = isinstance(cache, CountCache)
-        self._room = cache.max_chars // 2 if isinstance(cache, CountCache) else 0
-        self._memo: dict[str, int] = {}
-        self.split_proven = getattr(tok, "split_proven", False)
-        # the tokenizer's own bound, called directly (select.fit asks it once per chunk it skips)
-        self.lower_bound = bound_of(tok)
-        # a text this pack counts once and no other pack will (a chunk's id tag): not kept in this
-        # pack's memo, nor in the shared cache where the tokenizer can help it
-        self.count_once = getattr(tok, "count_once", tok.count)
-        # a short part of a block that other packs count too (a title's attribute, the tags' tail):
-        # the shared cache only, without this pack's memo and its search for the same text with
-        # other trailing line breaks (a scan of 20,000 chunks prices thousands of titles)
-        self.count_part = tok.count
-
-    def count(self, text: str) -> int:
-        n = self._memo.get(text)
-        if n is None:
-            n = self._other_breaks(text) if self.split_proven else None
-            if n is None:
-                n = self._encoded(text)
-            self._memo[text] = n
-        return n
-
-    def count_stable(self, text: str) -> int:
-        """The count of a prompt's stable part (its system text: layout constants and the caller's
-        system, profile and instructions, never a chunk or the query), kept per tokenizer for the
-        life of the process apart from the count cache: every pack with the same fixed layers
-        renders the same system text. Only for the exact encodings, whose name fixes the vocabulary
-        (another tokenizer's name, a plugin's say, need not)."""
-        if not self.split_proven:
-            return self.count(text)
-        key = (self.name, text)
-        n = _STABLE.get(key)
-        if n is None:
-            n = self.count(text)
-            if len(text) <= STABLE_MAX_CHARS:
-                if len(_STABLE) >= STABLE_MAX_TEXTS:
-                    _STABLE.clear()
-                _STABLE[key] = n
-        return n
-
-    def _encoded(self, text: str) -> int:
-        if not self._admits:
-            return self.tok.count(text)
-        admit = self._room >= len(text)
-        if admit:
-            self._room -= len(text)
-        return self.tok.count(text, admit=admit)  # type: ignore[call-arg] - our own tokenizers take it
-
-    def _other_breaks(self, text: str) -> int | None:
-        """``text``'s count from this pack's count of the same text with another number of trailing
-        line breaks, when the identity of :func:`edgewise.tokens.cache.line_break_tail` applies; else
-        None. Tried for texts with none or two (a system text, a section's last block): a block is
-        first counted with one."""
-        if text.endswith("\n") and not text.endswith("\n\n"):
-            return None
-        found = line_break_tail(text)
-        if found is None:
-            return None
-        stem, mark = found
-        breaks = len(text) - len(stem)
-        memo = self._memo
-        for j in (0, 1, 2):
-            if j != breaks and (n := memo.get(stem + "\n" * j)) is not None:
-                return n - self.count(mark + "\n" * j) + self.count(mark + "\n" * breaks)
-        return None
-
-    def count_parts(self, parts: Sequence[str]) -> int:
-        if self.split_proven and all(split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
-            return sum(self.count(p) for p in parts)
-        return self.count("".join(parts))
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return self.tok.truncate(text, max_tokens)
-
-    def count_prefix(self, text: str, n_chars: int) -> int:
-        """Tokens of ``text[:n_chars]`` (the prompt's cacheable prefix, its stable part), from the
-        stable counts when the split there is clean."""
-        head = text[:n_chars]
-        if self.split_proven and 0 < n_chars < len(text) and split_is_clean(head, text[n_chars:n_chars + 1]):
-            return self.count_stable(head)
-        return self.tok.count_prefix(text, n_chars)
-
-
-# counts of system texts (PackCounts.count_stable): a few distinct ones per process, bounded anyway
-STABLE_MAX_TEXTS, STABLE_MAX_CHARS = 64, 32_000
-_STABLE: dict[tuple[str, str], int] = {}
-
-
-def bound_of(tok: object) -> Callable[[str, int], int]:
-    """``tok``'s provable lower bound on a text's token count (``lower_bound(text, stop)``, see
-    :func:`edgewise.tokens.wordbound.words_bound`), or 0 for a tokenizer that has none."""
-    return getattr(tok, "lower_bound", None) or _no_bound
-
-
-def _no_bound(text: str, stop: int) -> int:
-    return 0
-
-
 class BlockCosts:
     """What each item's block adds to the prompt (the block and its line break), rendered and
     counted once per pack: fitting, re-fitting after a render and the debug record ask again.
@@ -168,7 +55,7 @@ class BlockCosts:
     item's rank, which :func:`edgewise.packing.select.fit` numbers differently from the final render.
     """
 
-    def __init__(self, lay: Layout, tok: PackCounts | Tokenizer) -> None:
+    def __init__(self, lay: Layout, tok: Tokenizer) -> None:
         self._block, self._count = lay.block, tok.count
         self._memo: dict[tuple[str, str, str], int] = {}
 
@@ -185,8 +72,8 @@ class Meter:
 
     def __init__(self, tok: Tokenizer) -> None:
         self.tok = tok
-        self._stable = getattr(tok, "count_stable", tok.count)
-        self._split_proven = getattr(tok, "split_proven", False)
+        self._stable = tok.count_stable if isinstance(tok, fast.PackCounts) else tok.count
+        self.split_proven = bool(getattr(tok, "split_proven", False))  # declared by ExactCounts and PackCounts
         self._last: tuple[Rendered | None, int] = (None, 0)  # the last prompt's user tokens: asked 2-4 times
 
     def __call__(self, r: Rendered) -> int:
@@ -207,7 +94,7 @@ class Meter:
         if not r.system:
             return self.user_tokens(r)
         head = r.system + "\n\n"
-        if self._split_proven and split_is_clean(head, r.user_parts[0] if r.user_parts else r.user):
+        if self.split_proven and split_is_clean(head, r.user_parts[0] if r.user_parts else r.user):
             return self._stable(head) + self.user_tokens(r)
         return self.tok.count_parts((head, *(r.user_parts or (r.user,))))
 
@@ -262,8 +149,9 @@ def settle(
         cost = BlockCosts(lay, tok)
 
     # a block holds its text's words: they bound its cost from below (see hooks.keeps_text_words)
-    bound = bound_of(tok) if hooks.keeps_text_words(lay) else None
-    bounds = Bounds(bound, hooks.tags_bound(lay, tok), hooks.tags_cost(lay, tok))
+    bound = tok.lower_bound if hooks.keeps_text_words(lay) and isinstance(tok, Bounded) else None
+    bounds = Bounds(bound, hooks.tags_bound(lay, tok))
+    skip = fast.FastPaths.of(lay, tok)
 
     # tokens the joins and section headers add on top of the blocks: first estimated from a probe
     # with a tiny chunk in each section, then as measured on the last pass
@@ -271,7 +159,7 @@ def settle(
     passes = 0
     while True:
         available = None if budget is None else budget - fixed - slack
-        chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds)
+        chosen = fit_two_phase(kept, head_n, available, cost, tok, min_truncated_tokens, bounds, skip)
         # the layout sees each chunk's rank among all ranked chunks (fit numbered the kept ones)
         items = chosen.items if rank_of is None else [
             it if it.rank == rank_of[it.chunk.id] else Item(it.chunk, it.form, it.text, rank_of[it.chunk.id])
@@ -302,25 +190,14 @@ def settle(
     return Settled(items, rendered, total, chosen.dropped, passes, chosen.runs)
 
 
-_OVERHEADS: dict[tuple[object, ...], int] = {}
-
-
 def _overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int], head_n: int) -> int:
     """The first estimate of what section headers and joins add to the blocks, from a probe with a
-    tiny chunk in each section. With an exact encoding whose pieces are counted apart (the query's
-    among them), it does not depend on the query: for a layout that renders by its name alone, it is
-    kept per layout, other layers and tokenizer."""
-    key = None
-    if getattr(meter.tok, "split_proven", False) and hooks.renders_by_name(lay):
-        key = (lay.name, replace(layers, query=""), meter.tok.name, head_n)
-        if (known := _OVERHEADS.get(key)) is not None:
-            return known
-    found = _measure_overhead(lay, layers, meter, fixed, cost, head_n)
-    if key is not None:
-        if len(_OVERHEADS) >= 256:
-            _OVERHEADS.clear()
-        _OVERHEADS[key] = found
-    return found
+    tiny chunk in each section (kept per layout, layers and tokenizer by the fast paths, where it
+    cannot depend on the query)."""
+    measure = partial(_measure_overhead, lay, layers, meter, fixed, cost, head_n)
+    if fast.ENABLED and meter.split_proven and hooks.renders_by_name(lay):
+        return fast.counts.remembered_overhead((lay.name, replace(layers, query=""), meter.tok.name, head_n), measure)
+    return measure()
 
 
 def _measure_overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cost: Callable[[Item], int],
@@ -329,31 +206,20 @@ def _measure_overhead(lay: Layout, layers: Layers, meter: Meter, fixed: int, cos
     return max(0, meter(lay.render(layers.input(tuple(probe)))) - fixed - sum(cost(it) for it in probe))
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """Provable lower bounds on costs, for skipping what cannot fit without encoding it (see
-    :func:`edgewise.packing.select.fit`): of a block holding a text, and of a chunk's truncated tags (by
-    its title); and the exact cost of those tags, priced without rendering (by its id and title)."""
-
-    text: Callable[[str, int], int] | None = None
-    tags: Callable[[str | None], int] | None = None
-    tags_cost: Callable[[str, str | None], int] | None = None
-
-
 def fit_two_phase(
     kept: Sequence[Chunk], head_n: int, available: int | None, cost: Callable[[Item], int], tok: Tokenizer,
-    min_truncated: int, bounds: Bounds = Bounds(),
+    min_truncated: int, bounds: Bounds | None = None, skip: fast.FastPaths | None = None,
 ) -> Fit:
     """Fit the first ``head_n`` chunks, then the rest: whole if all of them fit, else summaries first."""
     head = fit(kept[:head_n], available, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated,
-               bound=bounds.text, tags_bound=bounds.tags, tags_cost=bounds.tags_cost)
+               bounds=bounds, fast=skip)
     tail = kept[head_n:]
     if not tail:
         return head
     left = None if available is None else available - head.used
-    prefer = left is not None and has_summaries(tail) and _exceeds(tail, left, cost, bounds.text)
+    prefer = left is not None and fast.has_summaries(tail) and _exceeds(tail, left, cost, bounds and bounds.text)
     rest = fit(tail, left, cost=cost, tokenizer=tok, min_truncated_tokens=min_truncated, prefer_summary=prefer,
-               first_rank=head_n, bound=bounds.text, tags_bound=bounds.tags, tags_cost=bounds.tags_cost)
+               first_rank=head_n, bounds=bounds, fast=skip)
     return Fit(head.items + rest.items, head.dropped + rest.dropped, head.used + rest.used, head.runs + rest.runs)
 
 

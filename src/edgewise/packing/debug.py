@@ -18,7 +18,7 @@ from typing import Any
 
 from ..chunk import Chunk, Merged
 from ..layout import Item, Rendered
-from .plain import ids, ids_scores
+from .fast import ids, ids_scores
 from .select import Run
 
 CHUNK_KEYS = ("id", "input_index", "rank", "score", "outcome", "reason", "position", "section", "tokens", "merged_into")

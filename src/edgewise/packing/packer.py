@@ -28,10 +28,9 @@ from ..prune.condense import prune_step, summary_step
 from ..score import Scorer, get_scorer
 from ..score.ranking import rank
 from ..tokens.tokenizers import Tokenizer, get_tokenizer
-from . import debug
-from .budget import BlockCosts, Layers, Meter, PackCounts, Settled, reserve, settle
+from . import debug, fast
+from .budget import BlockCosts, Layers, Meter, Settled, reserve, settle
 from .debug import DebugInfo
-from .plain import rank_plain
 from .select import limit
 
 
@@ -192,7 +191,7 @@ class Packer:
         if opts.model is not None:
             opts = for_model(opts)
         shared, lay, scorer = self.tokenizer(opts), self.layout(opts), self.scorer(opts)
-        tok = PackCounts(shared)  # this pack's counts, over the shared cache
+        tok = fast.counts_for(shared)  # this pack's counts
         resolve(opts.order)  # an unknown order fails before any work
         ranking = _rank_and_limit(query, chunks, opts, scorer)
         placement = None
@@ -257,7 +256,7 @@ class _Ranking:
 def _rank_and_limit(query: str, chunks: Iterable[Any], opts: PackOptions, scorer: Scorer | None) -> _Ranking:
     """Score, rank and limit the chunks; the key chunk of a position test must survive the limits."""
     key_id, position_test = opts.key_id, opts.order.startswith("position:")
-    lazy = None if scorer is not None or key_id is not None or _limits_or_rewrites(opts) else rank_plain(chunks)
+    lazy = None if scorer is not None or key_id is not None or _limits_or_rewrites(opts) else fast.ranked_plain(chunks)
     if lazy is not None:  # plain dicts, nothing to limit or rewrite: chunks are built when read
         ranked, input_index, ranked_by = lazy
         return _Ranking(ranked, input_index, ranked_by, ranked, [], [], None, len(ranked))

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..checks import check_int, check_number
 from ..chunk import Chunk
 from ..layout.base import Item
 from ..tokens.tokenizers import Tokenizer
-from .plain import columns, id_at, scan
+
+if TYPE_CHECKING:
+    from .fast import FastPaths
+    from .fast.skip import Skipper
 
 
 def limit(
@@ -69,15 +71,26 @@ Run = tuple[Sequence[Chunk], str | list[str]]
 class Fit:
     """The outcome of :func:`fit`: items to render (rank order) and chunks left out, with reasons.
 
-    ``runs`` are chunks left out together (a slice of the ranked chunks, never walked one by one:
-    the budget ran out, or their words outnumber the tokens left), with one reason for all of them
-    or a reason each.
+    ``runs`` are chunks left out together (a slice of the ranked chunks: the budget ran out, or a
+    skip-ahead passed them), with one reason for all of them or a reason each.
     """
 
     items: list[Item]
     dropped: list[tuple[Chunk, str]]
     used: int
     runs: list[Run] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds that decide how a left-out chunk's reason reads, declared by the tokenizer
+    (``lower_bound``: a text has at least that many tokens; see :class:`edgewise.tokens.tokenizers.Bounded`)
+    and the layout (``tags_bound``: a chunk's block cut to no text costs at least that much, by its
+    title; see :mod:`edgewise.layout.hooks`). A chunk whose words outnumber the tokens left is not
+    encoded: its reason says it needs more."""
+
+    text: Callable[[str, int], int] | None = None
+    tags: Callable[[str | None], int] | None = None
 
 
 def fit(
@@ -89,28 +102,24 @@ def fit(
     min_truncated_tokens: int = 32,
     first_rank: int = 0,
     prefer_summary: bool = False,
-    bound: Callable[[str, int], int] | None = None,
-    tags_bound: Callable[[str | None], int] | None = None,
-    tags_cost: Callable[[str, str | None], int] | None = None,
+    bounds: Bounds | None = None,
+    fast: FastPaths | None = None,
 ) -> Fit:
     """Greedily fit chunks, best first, into ``available`` tokens (None: no limit).
 
     Each chunk goes in whole if it fits; else its ``meta.summary`` if that fits; else its text cut
     at a token boundary if at least ``min_truncated_tokens`` of it fit; else it is dropped.
     ``cost(item)`` is what an item adds to the prompt (its rendered block and separator).
-    With ``prefer_summary``, a chunk that has a summary goes in as its summary first.
-
-    ``bound(text, stop)``, if given, is a provable lower bound on the cost of any item holding
-    ``text`` (it may stop counting past ``stop``): a chunk (or summary) whose bound already exceeds
-    the tokens left is known not to fit without rendering or encoding it, so a budget that fills
-    early costs what the placed chunks cost, not a pass over every chunk. ``tags_bound(title)``, if
-    given, bounds the cost of a chunk's block truncated to no text the same way, by its title;
-    ``tags_cost(id, title)``, if given, is that cost exactly (else the block is rendered and counted).
+    With ``prefer_summary``, a chunk that has a summary goes in as its summary first. ``fast``
+    (see :mod:`edgewise.packing.fast`) skips runs of chunks that cannot go in and prices cuts
+    without rendering them: the same result, sooner.
     """
     if available is None:
         return Fit([Item(chunk, "whole", chunk.text, rank) for rank, chunk in enumerate(ranked, first_rank)], [], 0)
-    walk = _Walk(ranked, available, cost, tokenizer, min_truncated_tokens, prefer_summary, bound, tags_bound, tags_cost)
-    walk.run(first_rank)
+    bounds = bounds or Bounds()
+    walk = _Walk(ranked, available, cost, tokenizer, min_truncated_tokens, prefer_summary, bounds)
+    walk.run(first_rank, None if fast is None else fast.skipper(ranked, min_truncated_tokens, bounds.text, bounds.tags,
+                                                                walk.skipped_why))
     if prefer_summary:
         walk.give_back_whole()
     return Fit(walk.items, walk.dropped, available - walk.left, walk.runs)
@@ -120,77 +129,43 @@ class _Walk:
     """One :func:`fit`: the chunks walked in rank order, the tokens left, what went in and what not."""
 
     def __init__(self, ranked: Sequence[Chunk], left: int, cost: Callable[[Item], int], tokenizer: Tokenizer,
-                 min_truncated_tokens: int, prefer_summary: bool, bound: Callable[[str, int], int] | None,
-                 tags_bound: Callable[[str | None], int] | None,
-                 tags_cost: Callable[[str, str | None], int] | None) -> None:
+                 min_truncated_tokens: int, prefer_summary: bool, bounds: Bounds) -> None:
         self.ranked, self.left, self.cost, self.tokenizer = ranked, left, cost, tokenizer
         self.min_cut, self.prefer_summary = min_truncated_tokens, prefer_summary
-        self.bound, self.tags_bound, self.tags_cost = bound, tags_bound, tags_cost
+        self.bound, self.tags_bound = bounds.text, bounds.tags
+        self.tags_cost: Callable[[str, str | None], int] | None = None  # a fast path's exact price of a chunk's tags
         self.items: list[Item] = []
         self.dropped: list[tuple[Chunk, str]] = []
         self.runs: list[Run] = []
         # The cost of an empty block with an empty id: with fewer tokens left, nothing can fit.
         self.floor = cost(Item(Chunk("", ""), "whole", "", 0))
-        # the reasons of chunks skipped on their word bound, by the (left, tags bound, tags cost) they name
+        # the reasons of chunks left out on their word bound, by the (left, tags bound, tags cost) they name
         self.bounded_why: dict[tuple[int, int, int | None], str] = {}
-        # (end, left, final, block): the texts of the ranks before `end` have more words than `left`
-        # (or any fewer tokens); `final`: and the text at `end` does not (or `end` is the last rank);
-        # `block`: how many ranks that scan read
-        self.over = (0, -1, False, 0)
 
-    def run(self, first_rank: int) -> None:
-        """Walk the chunks: each goes in, is left out, or starts a run of chunks left out together."""
+    def run(self, first_rank: int, skipper: Skipper | None) -> None:
+        """Walk the chunks: each goes in or is left out; once the budget cannot hold even an empty
+        block, the rest are left out together. A ``skipper`` passes over runs of chunks the walk
+        would leave out one by one, with the same reasons."""
         ranked, i, n = self.ranked, 0, len(self.ranked)
-        dropped_last = False  # whether the chunk before was left out: then look for a run of them
+        if skipper is not None:
+            self.tags_cost = skipper.tags_cost
+        dropped_last = False  # whether the chunk before was left out: then a run of them may follow
         while i < n:
-            if self.left < self.floor:  # and so for every later chunk: one run, not a walk
+            if self.left < self.floor:
                 self.runs.append((ranked[i:], f"budget exhausted: {max(self.left, 0)} tokens left, "
                                               f"less than any chunk needs ({self.floor})"))
                 return
-            if dropped_last and self.bound is not None and (
-                    self.left - self.floor < self.min_cut or self.tags_bound is not None):
-                end = self.skip_run(i)
+            if dropped_last and skipper is not None and skipper.applies(self.left, self.floor):
+                end, whys = skipper.run(i, self.left, self.floor)
                 if end > i:
+                    self.runs.append((ranked[i:end], whys))
                     i = end
                     continue
             dropped_last = not self.place(ranked[i], first_rank + i)
             i += 1
 
-    def skip_run(self, i: int) -> int:
-        """Skip, without building them, the chunks from ``i`` that cannot go in: no summary, more
-        words than ``left``, and too little room to cut them (their empty block costs at least
-        ``floor``, their tags at least ``tags_bound``, or exactly ``tags_cost``); one run, with one
-        reason or one each. Returns the rank after the run."""
-        whys: str | list[str]
-        bound = self.bound
-        over = self.texts_over if getattr(bound, "scan", None) is not None and columns(self.ranked) is not None else None
-        if self.left - self.floor < self.min_cut:
-            end, whys = skip_unfit(self.ranked, i, self.left, bound, over), self.skipped_why(self.left, self.floor)  # type: ignore[arg-type]
-        else:
-            end, whys = skip_uncut(self.ranked, i, self.left, bound, self.tags_bound, self.tags_cost,  # type: ignore[arg-type]
-                                   self.min_cut, self.skipped_why, over)
-        if end > i:
-            self.runs.append((self.ranked[i:end], whys))
-        return end
-
-    def texts_over(self, i: int) -> tuple[int, bool]:
-        """For a lazy sequence, the end of the ranks from ``i`` whose texts have more words than the
-        tokens left, and whether that end is final (its text has not, or it is the last rank) or only
-        where this scan stopped: scanned in blocks that double while a run goes on (by the bound's
-        own scan, C where built), remembered while ``left`` only falls."""
-        end, at_left, final, block = self.over
-        if i < end and self.left <= at_left:
-            return end, final and self.left == at_left
-        texts, _titles, _ids, order = columns(self.ranked)  # type: ignore[misc] - a lazy sequence
-        block = 2 * block if i == end else 64
-        part = order[i:i + block]
-        found = int(self.bound.scan(texts, part, 0, self.left, 2 * self.left))  # type: ignore[union-attr]
-        end, final = i + found, found < len(part) or i + block >= len(order)
-        self.over = end, self.left, final, block
-        return end, final
-
     def skipped_why(self, left: int, least: int, overhead: int | None = None) -> str:
-        """The reason of a chunk skipped on its word bound (one string for all that name the same)."""
+        """The reason of a chunk left out on its word bound (one string for all that name the same)."""
         why = self.bounded_why.get((left, least, overhead))
         if why is None:
             why = self.bounded_why[left, least, overhead] = _why(None, None, False, left, self.min_cut, overhead, least)
@@ -277,122 +252,6 @@ class _Walk:
                 if extra <= self.left:
                     items[k] = Item(item.chunk, "whole", item.chunk.text, item.rank)
                     self.left -= extra
-
-
-def skip_unfit(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
-               over: Callable[[int], tuple[int, bool]] | None = None) -> int:
-    """From ``start``, the chunks that cannot go in ``left`` tokens where no chunk can be cut (see
-    :func:`fit`): no summary and more words than ``left``. Returns the index of the first chunk that
-    might go in (``len(ranked)`` if none). Reads texts only, so a lazy sequence builds no chunk it
-    skips. ``over(i)``, if given, is where the texts from ``i`` stop having more words than
-    ``left``, and whether that is final or only where its scan stopped (a lazy sequence's scan:
-    its chunks have no summary).
-    """
-    if over is not None:
-        end, final = over(start)
-        while not final:
-            end, final = over(end)
-        return end
-    i, limit = start, 2 * left
-    for text, _title, has_summary in scan(ranked, start):
-        if has_summary or len(text) <= limit or bound(text, left) <= left:
-            break
-        i += 1
-    return i
-
-
-def skip_uncut(ranked: Sequence[Chunk], start: int, left: int, bound: Callable[[str, int], int],
-               tags_bound: Callable[[str | None], int], tags_cost: Callable[[str, str | None], int] | None,
-               min_truncated_tokens: int, why: Callable[[int, int, int | None], str],
-               over: Callable[[int], tuple[int, bool]] | None = None) -> tuple[int, list[str]]:
-    """From ``start``, the chunks that cannot go in ``left`` tokens, where a chunk with short enough
-    tags could be cut: no summary, more words than ``left``, and tags that leave fewer than
-    ``min_truncated_tokens`` (by ``tags_bound`` of the title, else by ``tags_cost`` exactly).
-    Returns the index of the first chunk that might go in and each skipped chunk's reason,
-    ``why(left, tags bound, exact tags cost or None)``. Reads texts, titles and ids only. ``over``,
-    as for :func:`skip_unfit`: then only the titles and ids of the ranks before it are read.
-    """
-    whys: list[str] = []
-    reason = _UncutReasons(left, tags_bound, tags_cost, min_truncated_tokens, why)
-    cols = columns(ranked) if over is not None else None
-    if cols is not None:
-        _texts, titles, ids, order = cols
-        pos, final = start, False
-        while not final:
-            end, final = over(pos)  # type: ignore[misc] - given with cols
-            stop = _known_reasons(titles, ids, order, pos, end, reason, whys)
-            if stop < end:
-                return stop, whys
-            pos = end
-        return pos, whys
-    i, limit = start, 2 * left
-    for text, title, has_summary in scan(ranked, start):
-        if has_summary or len(text) <= limit or bound(text, left) <= left or (
-                found := reason(title, partial(id_at, ranked, i))) is None:
-            break
-        whys.append(found)
-        i += 1
-    return i, whys
-
-
-def _known_reasons(titles: list[Any], ids: list[str], order: list[int], start: int, end: int,
-                   reason: _UncutReasons, whys: list[str]) -> int:
-    """Append to ``whys`` the reasons of the ranks from ``start`` to ``end`` (whose texts are over)
-    up to the first that might be cut, and return its rank (``end`` if none). A title whose reason
-    is known is looked up for a whole block at once; the others are decided one by one."""
-    found = list(map(reason.by_title.get, map(titles.__getitem__, order[start:end])))
-    k, n = 0, len(found)
-    while k < n:
-        try:
-            gap = found.index(None, k)
-        except ValueError:
-            gap = n
-        whys.extend(found[k:gap])
-        if gap == n:
-            break
-        at = order[start + gap]
-        title = titles[at]
-        if reason.by_title.get(title, "") is None and reason.tags_cost is not None:  # room by its bound: price it
-            why = reason.priced(reason.tags_cost(ids[at], title))
-        else:
-            why = reason(title, ids[at].__str__)
-        if why is None:
-            return start + gap
-        whys.append(why)
-        k = gap + 1
-    return end
-
-
-class _UncutReasons:
-    """Why a chunk with this title and more words than ``left`` cannot be cut; None if it might be
-    (its tags leave room: by ``tags_bound`` of its title, then by ``tags_cost`` of its id)."""
-
-    __slots__ = ("left", "tags_bound", "tags_cost", "min_cut", "why", "by_title", "by_cost")
-
-    def __init__(self, left: int, tags_bound: Callable[[str | None], int],
-                 tags_cost: Callable[[str, str | None], int] | None, min_cut: int,
-                 why: Callable[[int, int, int | None], str]) -> None:
-        self.left, self.tags_bound, self.tags_cost, self.min_cut, self.why = left, tags_bound, tags_cost, min_cut, why
-        self.by_title: dict[str | None, str | None] = {}  # a title's reason, or None where it leaves room for a cut
-        self.by_cost: dict[int, str] = {}  # the reason of a chunk whose tags cost that much
-
-    def __call__(self, title: str | None, chunk_id: Callable[[], str]) -> str | None:
-        found = self.by_title.get(title, "")
-        if found == "":
-            least = self.tags_bound(title)
-            found = self.by_title[title] = self.why(self.left, least, None) if self.left - least < self.min_cut else None
-        if found is None:
-            return None if self.tags_cost is None else self.priced(self.tags_cost(chunk_id(), title))
-        return found
-
-    def priced(self, overhead: int) -> str | None:
-        """Why a chunk whose tags cost ``overhead`` cannot be cut; None if it might be."""
-        if self.left - overhead >= self.min_cut:
-            return None
-        found = self.by_cost.get(overhead)
-        if found is None:  # (a reason that names the tags' cost does not name their bound)
-            found = self.by_cost[overhead] = self.why(self.left, 0, overhead)
-        return found
 
 
 def _why(need: int | None, need_summary: int | None, has_summary: bool, left: int, min_truncated_tokens: int,

@@ -41,11 +41,11 @@ from typing import Any, TypeVar
 
 from ..chunk import Chunk
 from ..errors import BackendError, ConfigError
-from ..files import write_atomic
+from ..files.writing import write_atomic
 from ..layout.base import quote
+from ..llm.protocol import LLM, Completion
 from ..tokens.tokenizers import Tokenizer
 from .condense import summary_targets
-from .llm import LLM, Completion
 
 PROMPT = (
     "Summarize the passage with respect to the question in at most {n} tokens: what the passage says, "
@@ -290,14 +290,14 @@ def make_backend(spec: Any, *, model: str | None, base_url: str | None, api: str
     if not isinstance(spec, str):
         return spec, str(getattr(spec, "base_url", None) or getattr(spec, "path", None) or type(spec).__name__)
     if spec == "local":
-        from .llm import LocalBackend
+        from ..llm.local import LocalBackend
 
         try:
             backend = LocalBackend(model, api=api)
         except ImportError as exc:
             raise ImportError(f"summaries='llm' with summary_backend 'local': {exc}; or use summary_backend='openai'") from None
         return backend, str(backend.path)
-    from .llm import OpenAIBackend
+    from ..llm.openai import OpenAIBackend
 
     # a pack waits for its summaries: two retries, not the evaluation's five
     backend = OpenAIBackend(base_url or DEFAULT_BASE_URL, model or "default", api=api, retries=2, backoff=0.5, timeout=60.0)

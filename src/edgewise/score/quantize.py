@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..files import write_atomic
+from ..files.writing import write_atomic
 from .onnx import need
 
 RECIPE = "int8-dynamic-matmul-perchannel-v1"  # change it when the build changes: old files are then not used

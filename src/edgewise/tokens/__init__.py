@@ -6,7 +6,7 @@ counters (rs-bpe, quicktok), Hugging Face and GGUF vocabularies, and the word an
 - :mod:`~edgewise.tokens.encodings`: tiktoken's encodings loaded offline, from a verified cache;
 - :mod:`~edgewise.tokens.cache`: counts of texts seen before, and prefix cuts;
 - :mod:`~edgewise.tokens.hf`, :mod:`~edgewise.tokens.gguf`: vocabularies shipped in packages;
-- :mod:`~edgewise.tokens.wordbound`, :mod:`~edgewise.tokens.compiled`: a lower bound on a text's tokens
+- :mod:`~edgewise.tokens.wordbound`, :mod:`~edgewise.compiled`: a lower bound on a text's tokens
   from its words, and the optional compiled scan that computes it.
 
 >>> from edgewise.tokens import get_tokenizer

@@ -14,8 +14,8 @@ import re
 from array import array
 from typing import Any, Protocol, runtime_checkable
 
+from ..compiled import module as _compiled
 from ..errors import install_hint
-from .compiled import module as _compiled
 
 
 @runtime_checkable

@@ -53,6 +53,39 @@ class Tokenizer(Protocol):
         ...
 
 
+@runtime_checkable
+class Bounded(Protocol):
+    """A tokenizer that bounds a text's count from below without encoding it (the words, estimators
+    and exact encodings here do). A pack skips a chunk whose bound already exceeds the tokens left."""
+
+    def lower_bound(self, text: str, stop: int) -> int:
+        """At least this many tokens are in ``text`` (it may stop counting once past ``stop``)."""
+        ...
+
+
+@runtime_checkable
+class ExactCounts(Protocol):
+    """What an exact encoding offers the fast paths of a pack (:mod:`edgewise.packing.fast`): a
+    shared count cache whose admissions a pack controls, a view that keeps its counter for a whole
+    pack, a count that bypasses the cache, and ``split_proven``: whether counts of pieces split at
+    clean boundaries add up to the count of the whole (see :func:`edgewise.tokens.cache.split_is_clean`)."""
+
+    name: str
+    estimated: bool
+
+    @property
+    def cache(self) -> CountCache: ...
+
+    @property
+    def split_proven(self) -> bool: ...
+
+    def pinned(self) -> ExactCounts: ...
+
+    def count(self, text: str, *, admit: bool = True) -> int: ...
+
+    def count_once(self, text: str) -> int: ...
+
+
 class TiktokenTokenizer:
     """An exact OpenAI BPE encoding, loaded offline. Use :func:`get_tokenizer` (which shares one
     per name); build one yourself for a count cache of another size (``cache_chars``).
@@ -76,14 +109,7 @@ class TiktokenTokenizer:
 
     estimated = False
 
-    def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True,
-                 switch_after: int | None = None) -> None:
-        if switch_after is not None:
-            import warnings
-
-            warnings.warn(f"TiktokenTokenizer(switch_after={switch_after!r}) is ignored: counting no longer switches "
-                          "by itself inside a pack; call speed_up(), or construct a Packer, which does",
-                          DeprecationWarning, stacklevel=2)
+    def __init__(self, name: str, *, cache_chars: int = 8_000_000, fast: bool = True) -> None:
         self.name = name
         self._origin = self  # what a pinned view's speed_up and encoding act on
         self._fast = _load_fast(name) if fast else None
@@ -208,6 +234,11 @@ class TiktokenTokenizer:
         if all(split_is_clean(a, b) for a, b in zip(parts, parts[1:])):
             return sum(self.count(p) for p in parts)
         return self.count("".join(parts))
+
+    @property
+    def cache(self) -> CountCache:
+        """The count cache this tokenizer and its :meth:`pinned` views share."""
+        return self._cache
 
     @property
     def split_proven(self) -> bool:

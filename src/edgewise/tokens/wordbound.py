@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from . import compiled
+from .. import compiled
 
 # The split patterns of the exact encodings (tiktoken's own strings), each with the junctions
 # where one of its pre-tokens can hold two whitespace-separated words: o200k's

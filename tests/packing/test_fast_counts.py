@@ -1,4 +1,4 @@
-"""What a pack keeps beyond its own call: the system text's count and the overhead estimate.
+"""The count memos (``edgewise.packing.fast.counts``): the system text's count and the overhead estimate.
 
 Both are kept per process so that a pack with fresh chunks does not re-count the layout's fixed text;
 these tests hold what makes that safe: the kept values are the exact ones, they are bounded, they are
@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgewise.layout import get_layout, hooks
-from edgewise.packing import budget
-from edgewise.packing.budget import BlockCosts, Layers, Meter, PackCounts, _measure_overhead, _overhead
+from edgewise.packing.budget import BlockCosts, Layers, Meter, _measure_overhead, _overhead
+from edgewise.packing.fast import counts
+from edgewise.packing.fast.counts import PackCounts
 from edgewise.packing.packer import Packer
 from edgewise.tokens.tokenizers import TiktokenTokenizer, get_tokenizer
 
@@ -30,26 +31,26 @@ def test_a_cold_pack_does_not_re_encode_the_system_text_and_gives_the_same_promp
     encoded: list[str] = []
     count_one = tok._count_one
     tok._count_one = lambda text: encoded.append(text) or count_one(text)
-    tok._cache.clear()  # a cold pack: the count cache is empty
+    tok.cache.clear()  # a cold pack: the count cache is empty
     again = packer.pack("Which river?", CHUNKS)
     assert again.prompt == first.prompt and again.debug_info == first.debug_info
     assert system not in encoded and system + "\n\n" not in encoded  # kept apart from the count cache
     assert any(text.startswith("<doc") for text in encoded)  # the chunks were counted again
-    assert budget._STABLE[("cl100k_base", system)] == len(tok.encoding.encode_ordinary(system))
-    assert budget._STABLE[("cl100k_base", system + "\n\n")] == len(tok.encoding.encode_ordinary(system + "\n\n"))
+    assert counts._STABLE[("cl100k_base", system)] == len(tok.encoding.encode_ordinary(system))
+    assert counts._STABLE[("cl100k_base", system + "\n\n")] == len(tok.encoding.encode_ordinary(system + "\n\n"))
 
 
 def test_stable_counts_are_bounded_and_only_for_the_exact_encodings():
-    counts = PackCounts(get_tokenizer("cl100k_base"))
-    for i in range(budget.STABLE_MAX_TEXTS + 10):
-        counts.count_stable(f"system text number {i}")
-    assert 0 < len(budget._STABLE) <= budget.STABLE_MAX_TEXTS
-    assert counts.count_stable("x" * (budget.STABLE_MAX_CHARS + 1)) > 0
-    assert ("cl100k_base", "x" * (budget.STABLE_MAX_CHARS + 1)) not in budget._STABLE
+    memo = PackCounts(get_tokenizer("cl100k_base"))
+    for i in range(counts.STABLE_MAX_TEXTS + 10):
+        memo.count_stable(f"system text number {i}")
+    assert 0 < len(counts._STABLE) <= counts.STABLE_MAX_TEXTS
+    assert memo.count_stable("x" * (counts.STABLE_MAX_CHARS + 1)) > 0
+    assert ("cl100k_base", "x" * (counts.STABLE_MAX_CHARS + 1)) not in counts._STABLE
     words = PackCounts(get_tokenizer("words"))  # its name does not fix a vocabulary worth trusting
-    before = dict(budget._STABLE)
+    before = dict(counts._STABLE)
     assert words.count_stable("three little words") == get_tokenizer("words").count("three little words")
-    assert budget._STABLE == before
+    assert counts._STABLE == before
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,7 +80,7 @@ def test_the_overhead_is_kept_only_for_layouts_that_render_by_name(tmp_path):
         lay = get_layout(spec)
         layers = Layers("q?")
         fixed = meter(hooks.render_fixed(lay, layers.input()))
-        budget._OVERHEADS.clear()
+        counts._OVERHEADS.clear()
         value = _overhead(lay, layers, meter, fixed, BlockCosts(lay, tok), 8)
         key = (lay.name, replace(layers, query=""), "cl100k_base", 8)
-        assert (budget._OVERHEADS.get(key) == value) is kept
+        assert (counts._OVERHEADS.get(key) == value) is kept

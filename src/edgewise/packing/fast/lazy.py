@@ -19,12 +19,11 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, overload
 
-from ..chunk import Chunk, plain_chunk
-from ..tokens import compiled
+from ...chunk import Chunk, plain_chunk
 
 
 class PlainRanked(Sequence[Chunk]):
@@ -93,12 +92,12 @@ _NONE = type(None)
 Columns = tuple[list[str], list[Any], list[Any], list[Any], int, int]
 
 
-def plain_columns_py(items: Any) -> Columns | None:
+def plain_columns(items: Any) -> Columns | None:
     """The texts, ids, scores and titles of ``items`` (a non-empty list or tuple of dicts), a column
     each, with how many have no id and no score; None unless every item is a plain dict (as
     :func:`edgewise.chunk.plain_fields` accepts one: text a str, id and title a str or absent,
-    score a finite float or absent, no tokens or meta). ``edgewise._scan.plain_columns`` does the
-    same in one pass in C where it is built (:mod:`edgewise.tokens.compiled`).
+    score a finite float or absent, no tokens or meta): the rule of :func:`edgewise.chunk.plain_fields`
+    applied a column at a time (``tests/tokens/test_scan.py`` holds the two equal).
 
     Checked a column at a time (every text, then every id...), each check one pass in C.
     """
@@ -125,15 +124,11 @@ def plain_columns_py(items: Any) -> Columns | None:
     return texts, ids, scores, titles, missing_ids, missing_scores
 
 
-plain_columns: Callable[[Any], Columns | None] = (
-    compiled.module.plain_columns if compiled.module is not None else plain_columns_py)
-
-
 def rank_plain(items: Any) -> tuple[PlainRanked, dict[str, int], str] | None:
     """``items`` ranked lazily (best first; ties, or no scores at all, keep input order), each id's
     input position, and what ranked them (``given`` or ``input order``); None unless ``items`` is a
     non-empty list or tuple of plain dicts (each one :func:`edgewise.chunk.plain_fields` accepts)
-    with distinct ids and a score on every one or on none. Read by :data:`plain_columns`.
+    with distinct ids and a score on every one or on none. Read by :func:`plain_columns`.
     """
     columns = plain_columns(items)
     if columns is None:

@@ -1,4 +1,4 @@
-"""Plain input dicts are validated and ranked without building a Chunk for each (``edgewise.packing.plain``),
+"""Plain input dicts are validated and ranked without building a Chunk for each (``edgewise.packing.fast.lazy``),
 and chunks left out together are recorded as runs (``select.Fit.runs``): neither may change a
 prompt or a debug record. The general path (Chunk objects in, every chunk built and walked) is
 the reference; hypothesis draws inputs where the budget runs out, stops in the band where no chunk
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import edgewise.packing.plain
+import edgewise.packing.fast.lazy
 from edgewise import BudgetError, pack
 from edgewise.chunk import Chunk, normalize, plain_fields
 from edgewise.layout import get_layout
-from edgewise.packing.plain import rank_plain
+from edgewise.packing.fast.lazy import rank_plain
 from edgewise.score.ranking import rank
 
 from ..conftest import examples
@@ -78,13 +78,13 @@ def test_plain_dicts_give_what_chunks_give(req: dict[str, Any]) -> None:
 def built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry for every Chunk the lazy path builds (``ranked.plain_chunk`` counted)."""
     calls: list[int] = []
-    plain = edgewise.packing.plain.plain_chunk
+    plain = edgewise.packing.fast.lazy.plain_chunk
 
     def counting(*fields: Any) -> Chunk:
         calls.append(1)
         return plain(*fields)
 
-    monkeypatch.setattr(edgewise.packing.plain, "plain_chunk", counting)
+    monkeypatch.setattr(edgewise.packing.fast.lazy, "plain_chunk", counting)
     return calls
 
 

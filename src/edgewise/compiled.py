@@ -1,5 +1,5 @@
-"""The optional compiled passes over every input chunk: ``edgewise._scan``, which setup.py builds
-with ``optional=True`` where a C compiler and Python's headers are found. Each pass has a Python
+"""The optional compiled primitives, loaded here for every caller: ``edgewise._scan``, which setup.py
+builds with ``optional=True`` where a C compiler and Python's headers are found. Each has a Python
 twin with the same answers (``tests/tokens/test_scan.py``), used where the module was not built.
 
 >>> STATUS in ("C",) or STATUS.startswith("Python (")
