@@ -13,7 +13,7 @@ from types import ModuleType
 
 def _load() -> tuple[ModuleType | None, str]:
     try:
-        from .. import _scan
+        from . import _scan
     except ImportError as exc:
         return None, f"Python (edgewise._scan is not built: {exc})"
     return _scan, "C"

@@ -1,7 +1,10 @@
 """Layout policy the packer asks about, with defaults for layouts that declare none.
 
-A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.packing.budget` and
-:mod:`edgewise.packing.front` call them through the functions below, never by checking the layout's name.
+A layout (built in or a plugin) may define any of these methods; :mod:`edgewise.packing` calls them
+through the functions below, never by checking the layout's name. The first five change what a pack
+gives (which chunks are key facts, what is repeated, what is reserved, how a left-out chunk's reason
+reads); the last three only let the fast paths (:mod:`edgewise.packing.fast`) skip work, and a pack
+gives the same result without them.
 
 - ``key_facts(high_importance_k) -> int | None``: how many top-ranked chunks are key facts, budgeted
   before the rest and never replaced by automatic summaries. ``None`` (the default): no key-facts
