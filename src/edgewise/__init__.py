@@ -19,7 +19,8 @@ from .order import order_names, place, register_order, reorder
 from .packing.front import DebugInfo, Packed, pack, variants
 from .packing.packer import Packer
 from .packing.select import fit, limit
-from .prune.steps import extractive_summary, highlight, prune_chunk
+from .prune.steps import highlight, prune_chunk
+from .prune.summaries import extractive_summary
 from .score import get_scorer, register_scorer, scorer_names
 from .score.ranking import rank
 from .tokens.tokenizers import get_tokenizer, register_tokenizer, tokenizer_names

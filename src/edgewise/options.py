@@ -148,6 +148,8 @@ class PackOptions:
     tokenizer, and without a ``budget`` the budget is its whole context window (give a budget to
     leave room for the answer). A ``tokenizer`` given with it must be the model's. Names are
     resolved when packing (:class:`~edgewise.packing.packer.Packer`), like the tokenizer's and layout's.
+    ``prune`` and its options are :mod:`edgewise.prune.steps`; ``summaries`` and the ``summary_*``
+    options are :mod:`edgewise.prune.summaries` (which chunks get one, extractive and LLM summaries).
     """
 
     budget: int | None = _opt(None, "int", "tokens for the whole rendered prompt (default: no limit)", minimum=1, short="-b")
@@ -174,6 +176,7 @@ class PackOptions:
     prune: float | None = _opt(None, "unit", "keep only sentences scoring at least this threshold, in [0, 1]")
     prune_relative: bool = _opt(False, "bool", "the prune threshold is relative to each chunk's best sentence")
     prune_scorer: str = _opt("auto", "choice", "sentence scorer for prune and summaries", choices=("auto", "dense", "dense2", "lexical"))
+    # what the summary options do is edgewise.prune.summaries (summary_backend to summary_cache: its llm module)
     summaries: str = _opt("given", "choice", "summaries of the chunks past the key facts that have no meta.summary: "
                           "given: none written; auto: extractive; llm: written by summary_backend", choices=("given", "auto", "llm"))
     summary_tokens: int = _opt(60, "int", "cap of an automatic summary", minimum=1)

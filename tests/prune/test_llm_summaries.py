@@ -30,8 +30,8 @@ from edgewise.cli import main
 from edgewise.errors import BackendError, ConfigError
 from edgewise.layout import parse
 from edgewise.layout.base import INDENT, unquote
-from edgewise.prune import llm_summaries
-from edgewise.prune.llm_summaries import RECORD_KEYS, SummaryCache
+from edgewise.prune.summaries import llm as llm_summaries
+from edgewise.prune.summaries.llm import RECORD_KEYS, SummaryCache
 
 from ..conftest import DATA
 
@@ -578,7 +578,7 @@ def test_gemma_writes_summaries_within_the_cap_and_caches_them(tmp_path):
     assert tok.count(packed.prompt) <= 800
 
     # one llama.cpp model per file and settings: the evaluation's backend and the summaries' share it
-    summariser = packer.summarizer(packer.options).backend
+    summariser = packer.summarizers.get(packer.options).backend
     assert get_backend("local")._llm is summariser._llm is LocalBackend()._llm
 
     counted = Counted(LocalBackend())

@@ -14,8 +14,6 @@ from edgewise.eval.nq import has_answer
 from edgewise.prune.scores import _resolve
 from edgewise.prune.steps import (
     Span,
-    extractive_summaries,
-    extractive_summary,
     highlight,
     join_spans,
     prune,
@@ -23,6 +21,7 @@ from edgewise.prune.steps import (
     score_sentences,
     split_sentences,
 )
+from edgewise.prune.summaries import extractive_summaries, extractive_summary
 from edgewise.score.onnx import EXTRA_HINT
 from edgewise.tokens.tokenizers import get_tokenizer
 
@@ -237,13 +236,18 @@ def test_cli_prune_and_highlight(tmp_path, capsys, nq_rows):
 
 
 def test_the_split_modules_are_one_api():
-    """Splitting, scoring and pruning live in three modules; a caller imports them from edgewise.prune."""
+    """Splitting, scoring, pruning and summaries live in their own modules; a caller imports them from edgewise.prune."""
     import edgewise
+    import edgewise.prune as api
     import edgewise.prune.steps as p
+    import edgewise.prune.summaries as s
     from edgewise.prune import scores as sentence_scores
     from edgewise.prune import sentences
 
     assert (p.split_sentences, p.Span, p.join_spans) == (sentences.split_sentences, sentences.Span, sentences.join_spans)
     assert (p.score_sentences, p.DEFAULT_THRESHOLD) == (sentence_scores.score_sentences, sentence_scores.DEFAULT_THRESHOLD)
-    assert (edgewise.prune_chunk, edgewise.highlight, edgewise.extractive_summary) == (p.prune_chunk, p.highlight, p.extractive_summary)
+    assert (edgewise.prune_chunk, edgewise.highlight, edgewise.extractive_summary) == (p.prune_chunk, p.highlight, s.extractive_summary)
+    assert (api.extractive_summary, api.extractive_summaries) == (s.extractive_summary, s.extractive_summaries)
     assert [name for name in p.__all__ if not hasattr(p, name)] == []
+    assert [name for name in s.__all__ if not hasattr(s, name)] == []
+    assert [name for name in api.__all__ if not hasattr(api, name)] == []

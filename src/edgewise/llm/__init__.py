@@ -8,7 +8,7 @@
   (completions or chat), with retries and bounded replies.
 
 Both decode deterministically (temperature 0). They write LLM summaries
-(:mod:`edgewise.prune.llm_summaries`), answer evaluation prompts (:mod:`edgewise.eval.backends`
+(:mod:`edgewise.prune.summaries.llm`), answer evaluation prompts (:mod:`edgewise.eval.backends`
 registers them as the ``local`` and ``openai`` backends) and answer ``edgewise ask``.
 
 >>> from edgewise.llm import OpenAIBackend

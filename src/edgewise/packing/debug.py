@@ -74,7 +74,7 @@ class DebugInfo:
     dropped_records: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
     #: ``summaries="llm"`` only (else None, and absent from :meth:`to_dict`): one record per chunk the
     #: model summarised, whatever its outcome, with the keys of
-    #: :data:`edgewise.prune.llm_summaries.RECORD_KEYS`: ``source`` ("llm"), ``backend``, ``model``,
+    #: :data:`edgewise.prune.summaries.llm.RECORD_KEYS`: ``source`` ("llm"), ``backend``, ``model``,
     #: ``cache_hit``, ``cache_key``, ``tokens`` (by the pack's counter), ``cut`` (the reply was cut to
     #: ``summary_tokens``) and ``note`` (a corrupt cache entry replaced, an empty reply...)
     summaries: list[dict[str, Any]] | None = None

@@ -51,7 +51,7 @@ def pack(
     no ``meta.summary``. Both use the MiniLM sentence model with the ``models`` extra installed,
     and a lexical model otherwise (``prune_scorer`` picks). ``summaries="llm"`` has a model write
     the summaries that selection puts in (``summary_backend``: the bundled Gemma 3 270M in-process,
-    or an OpenAI-compatible endpoint), cached on disk; see :mod:`edgewise.prune.llm_summaries`.
+    or an OpenAI-compatible endpoint), cached on disk; see :mod:`edgewise.prune.summaries.llm`.
     """
     return default_packer().pack(query, chunks, options, **overrides)
 

@@ -24,12 +24,13 @@ from ..layout import Item, Layout, Rendered, get_layout, hooks
 from ..options import DEFAULT_TOKENIZER, PackOptions
 from ..order import place, resolve, slot_index
 from ..order.profiles import choose
-from ..prune.condense import prune_step, summary_step
+from ..prune.steps import prune_step
+from ..prune.summaries import Summarizers, summary_step
 from ..score import Scorer, get_scorer
 from ..score.ranking import rank
 from ..tokens.tokenizers import Tokenizer, get_tokenizer
 from . import debug, fast
-from .budget import BlockCosts, Layers, Meter, Settled, reserve, settle
+from .budget import BlockCosts, Layers, Meter, reserve, settle
 from .debug import DebugInfo
 from .select import limit
 
@@ -76,7 +77,7 @@ class Packer:
         self.options = _options(options).replace(**overrides)
         self._lock = threading.Lock()
         self._scorers: dict[str, Scorer] = {}
-        self._summarizers: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # options -> (backend given, summariser)
+        self.summarizers = Summarizers()  # summaries="llm": the summariser of each set of summary options
         if preload:
             self.preload()
 
@@ -91,11 +92,7 @@ class Packer:
         self.scorer(self.options)
         self.layout(self.options)
         resolve(self.options.order)
-        if self.options.summaries == "llm":  # checked, not loaded: a model loads when a summary is first needed
-            from ..prune.llm_summaries import check_backend
-
-            opts = self.options
-            check_backend(opts.summary_backend, model=opts.summary_model, base_url=opts.summary_base_url)
+        self.summarizers.check(self.options)  # checked, not loaded: a model loads when a summary is first needed
 
     def __repr__(self) -> str:
         return f"Packer({', '.join(f'{k}={v!r}' for k, v in self.options.to_dict(changed_only=True).items())})"
@@ -122,38 +119,6 @@ class Packer:
             with self._lock:
                 found = self._scorers.setdefault(spec, found)
         return found
-
-    def llm_summaries(self, query: str, chunks: Sequence[Chunk], opts: PackOptions, *, skip: int, tok: Tokenizer,
-                      fit: Callable[[Sequence[Chunk]], Settled]) -> tuple[Settled, list[dict[str, Any]]]:
-        """``summaries="llm"``: the chunks fitted by ``fit`` with the LLM summaries selection puts in,
-        and one record per summary written (see :mod:`edgewise.prune.llm_summaries`). The summariser
-        is made once per set of options, when a chunk first needs a summary."""
-        from ..prune.llm_summaries import check_backend, llm_summary_step
-
-        check_backend(opts.summary_backend, model=opts.summary_model, base_url=opts.summary_base_url)
-
-        def select(trial: Sequence[Chunk]) -> tuple[Settled, set[str]]:
-            settled = fit(trial)
-            return settled, {it.id for it in settled.items if it.form == "summary"}
-
-        return llm_summary_step(query, chunks, skip=skip, max_tokens=opts.summary_tokens, tok=tok,
-                                summarizer=lambda: self.summarizer(opts), budget=opts.budget, select=select)
-
-    def summarizer(self, opts: PackOptions) -> Any:
-        """The :class:`~edgewise.prune.llm_summaries.LLMSummarizer` of ``opts``' summary options."""
-        from ..prune.llm_summaries import cache_directory, make_summarizer
-
-        backend = opts.summary_backend  # a name, or an object (kept alive by the entry: its id stays its own)
-        key = (backend if isinstance(backend, str) else ("object", id(backend)), opts.summary_model,
-               opts.summary_base_url, opts.summary_api, cache_directory(opts.summary_cache))
-        with self._lock:
-            found = self._summarizers.get(key)
-        if found is None:
-            made = make_summarizer(backend, model=opts.summary_model, base_url=opts.summary_base_url,
-                                   api=opts.summary_api, cache=opts.summary_cache)  # may load a model: outside the lock
-            with self._lock:
-                found = self._summarizers.setdefault(key, (backend, made))
-        return found[1]
 
     # -- the pipeline ---------------------------------------------------------------------------
 
@@ -220,11 +185,8 @@ class Packer:
                       budget=opts.budget, fixed=fixed, lay=lay, layers=layers, meter=meter,
                       render=_renderer(opts, lay, layers, ranking, key_section),
                       min_truncated_tokens=opts.min_truncated_tokens, cost=cost)
-        summarised = None  # the LLM summaries' records (summaries="llm" only)
-        if opts.summaries == "llm":
-            settled, summarised = self.llm_summaries(query, kept, opts, skip=key_facts or 0, tok=tok, fit=fit)
-        else:
-            settled = fit(kept)
+        # summarised: a record per LLM summary written (None unless summaries="llm")
+        settled, summarised = self.summarizers.select(query, kept, opts, skip=key_facts or 0, tok=tok, fit=fit)
         rendered = settled.rendered
         info = debug.build(debug.PackTrace(
             rendered=rendered, items=settled.items, dropped=ranking.dropped + settled.dropped, runs=settled.runs,

@@ -2,8 +2,8 @@
 
 - :mod:`~edgewise.prune.sentences`: a text's sentences as exact spans;
 - :mod:`~edgewise.prune.scores`: each sentence's probability of answering the query;
-- :mod:`~edgewise.prune.steps`: pruning, highlighting and extractive summaries of chunks;
-- :mod:`~edgewise.prune.condense`: those steps as the packer runs them (``prune=``, ``summaries=``).
+- :mod:`~edgewise.prune.steps`: pruning and highlighting of chunks (``prune=``);
+- :mod:`~edgewise.prune.summaries`: summaries of chunks, extractive and written by an LLM (``summaries=``).
 """
 
 from .steps import (
@@ -11,8 +11,6 @@ from .steps import (
     DEFAULT_THRESHOLD,
     Pruned,
     Span,
-    extractive_summaries,
-    extractive_summary,
     highlight,
     join_spans,
     prune,
@@ -21,6 +19,7 @@ from .steps import (
     score_sentences_many,
     split_sentences,
 )
+from .summaries import extractive_summaries, extractive_summary
 
 __all__ = [
     "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summaries", "extractive_summary",

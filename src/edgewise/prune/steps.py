@@ -1,9 +1,10 @@
-"""Pruning, highlighting and extractive summaries: chunks cut down to the sentences that answer a query.
+"""Pruning and highlighting: chunks cut down to the sentences that answer a query.
 
 Three steps, one module each: :mod:`edgewise.prune.sentences` splits a text into exact sentence spans,
 :mod:`edgewise.prune.scores` gives each sentence its probability of answering the query (the
-MiniLM head with the ``models`` extra, a lexical head without), and this module keeps, marks or
-packs the best of them. The names a caller needs are importable from here.
+MiniLM head with the ``models`` extra, a lexical head without), and this module keeps or marks the
+best of them (:func:`prune_step` is pruning as the packer runs it, ``prune=``). Summaries, which
+pack the best sentences under a cap, are :mod:`edgewise.prune.summaries`.
 
 All offsets are exact: for every span, ``text[span.start:span.end] == span.text``.
 
@@ -23,15 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import check_int, check_number
+from ..checks import check_number
 from ..chunk import Chunk
-from ..tokens.tokenizers import Tokenizer, get_tokenizer
 from .scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, score_sentences, score_sentences_many
 from .sentences import Span, join_spans, split_sentences
 
 __all__ = [
-    "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "extractive_summaries", "extractive_summary",
-    "highlight", "join_spans", "prune", "prune_chunk", "score_sentences", "score_sentences_many", "split_sentences",
+    "DEFAULT_RELATIVE_THRESHOLD", "DEFAULT_THRESHOLD", "Pruned", "Span", "highlight", "join_spans", "prune",
+    "prune_chunk", "prune_step", "score_sentences", "score_sentences_many", "split_sentences",
 ]
 
 
@@ -118,6 +118,27 @@ def _pruned(chunk: Chunk, sentences: Sequence[Span], threshold: float, relative:
     return Pruned(join_spans(chunk.text, kept), tuple(kept), max(s.score for s in sentences), tuple(sentences))
 
 
+def prune_step(
+    query: str, chunks: Sequence[Chunk], threshold: float, *, relative: bool = False, scorer: str = "auto"
+) -> tuple[list[Chunk], list[dict[str, Any]]]:
+    """Each chunk cut to the sentences that help the query; a record for each one that lost text.
+    All the chunks' sentences go through the sentence model in one call.
+
+    >>> chunks = [Chunk(id="a", text="Bananas are yellow. Paris is the capital."), Chunk(id="b", text="Paris.")]
+    >>> kept, records = prune_step("capital of france", chunks, 0.3, scorer="lexical")
+    >>> [c.text for c in kept], [(r["id"], r["original_chars"], r["kept_chars"]) for r in records]
+    (['Paris is the capital.', 'Paris.'], [('a', 41, 21)])
+    """
+    out, records = [], []
+    for chunk, result in zip(chunks, prune(query, chunks, threshold, relative=relative, scorer=scorer)):
+        if result.text != chunk.text:
+            chunk = result.apply(chunk)
+            records.append({"id": chunk.id, "original_chars": chunk.meta["prune"]["original_chars"],
+                            "kept_chars": len(chunk.text), "score": chunk.meta["prune"]["score"]})
+        out.append(chunk)
+    return out, records
+
+
 def highlight(
     query: str, text: str, *, threshold: float = DEFAULT_THRESHOLD, title: str | None = None, scorer: str = "auto"
 ) -> list[Span]:
@@ -130,50 +151,3 @@ def highlight(
     """
     _check_threshold(threshold)
     return [s for s in score_sentences(query, text, title=title, scorer=scorer) if s.score >= threshold]
-
-
-def extractive_summary(
-    query: str, chunk: Chunk, max_tokens: int, tokenizer: str | Tokenizer = "cl100k_base", *, scorer: str = "auto"
-) -> str:
-    """The most query-relevant sentences of ``chunk.text``, in their original order, whose joined
-    text is at most ``max_tokens`` tokens by ``tokenizer`` (counted exactly, on the final string).
-
-    Sentences are taken best first while they fit; if even the best alone does not fit, it is cut
-    at a token boundary. Returns ``""`` for an empty chunk, or when no prefix of a sentence fits.
-
-    >>> c = Chunk(id="a", text="Bananas are yellow. Paris is the capital of France. Lyon is big.")
-    >>> extractive_summary("capital of france", c, 8, "cl100k_base", scorer="lexical")
-    'Paris is the capital of France.'
-    """
-    return extractive_summaries(query, [chunk], max_tokens, tokenizer, scorer=scorer)[0]
-
-
-def extractive_summaries(
-    query: str, chunks: Sequence[Chunk], max_tokens: int, tokenizer: str | Tokenizer = "cl100k_base", *,
-    scorer: str = "auto",
-) -> list[str]:
-    """:func:`extractive_summary` for each chunk, with all their sentences scored in one model call.
-
-    >>> extractive_summaries("capital of france", [Chunk(id="a", text="Lyon is big. Paris is the capital.")], 6,
-    ...                      scorer="lexical")
-    ['Paris is the capital.']
-    """
-    check_int("max_tokens", max_tokens, minimum=1)
-    tok = get_tokenizer(tokenizer)
-    scored = score_sentences_many(query, [(c.text, c.title) for c in chunks], scorer=scorer)
-    return [_summary(c, sentences, max_tokens, tok) for c, sentences in zip(chunks, scored)]
-
-
-def _summary(chunk: Chunk, sentences: Sequence[Span], max_tokens: int, tok: Tokenizer) -> str:
-    if not sentences:
-        return ""
-    chosen: list[Span] = []
-    for s in sorted(sentences, key=lambda s: (-s.score, s.start)):
-        trial = sorted([*chosen, s], key=lambda x: x.start)
-        if tok.count(join_spans(chunk.text, trial)) <= max_tokens:
-            chosen = trial
-    if chosen:
-        return join_spans(chunk.text, chosen)
-    best = max(sentences, key=lambda s: (s.score, -s.start))
-    cut = tok.truncate(best.text, max_tokens)
-    return cut.rstrip() if tok.count(cut.rstrip()) <= max_tokens else cut

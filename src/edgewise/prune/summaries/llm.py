@@ -1,13 +1,14 @@
 """LLM summaries (``summaries="llm"``): a model writes the summary of each chunk past the key facts.
 
-The candidates are the chunks :func:`edgewise.prune.condense.summary_targets` picks (as for
+The candidates are the chunks :func:`edgewise.prune.summaries.summary_targets` picks (as for
 extractive summaries: past the key facts, no ``meta.summary`` of their own, longer than
 ``summary_tokens``); of those, only the ones selection puts in as summaries are written (see
 :func:`llm_summary_step`), so a chunk that goes in whole, cut or not at all costs no model call.
 Each is asked of the model with :data:`PROMPT`, at temperature 0, for at most ``summary_tokens`` of
 its tokens; the reply's first paragraph is the summary, cut exactly with the pack's counter to at
 most ``summary_tokens`` tokens. The summary is then a chunk's summary like a given one: untrusted
-text that the layout quotes.
+text that the layout quotes. A packer runs this step through :class:`~edgewise.prune.summaries.Summarizers`,
+which makes the summariser of each set of summary options once.
 
 Replies are cached on disk, one file per key: the SHA-256 of the model's identity, the whole
 summarisation prompt (instruction, question, chunk text) and ``summary_tokens``. The reply is cached
@@ -18,7 +19,7 @@ large, not JSON, or not the entry of its key is ignored and written again.
 A summary that cannot be written (the backend is down, refuses the request, or is misconfigured)
 fails the pack with a :class:`~edgewise.errors.BackendError` naming the backend, where it runs and
 the rule: no summary is replaced by another kind in silence. ``summaries="auto"`` writes extractive
-summaries without a model.
+summaries without a model (:mod:`edgewise.prune.summaries.extractive`).
 
 >>> prompt_for("Who wrote Hamlet?", "Hamlet is a tragedy by Shakespeare.", 20).splitlines()[0]
 'Summarize the passage with respect to the question in at most 20 tokens: what the passage says, not what you know. Keep the summary neutral and factual.'
@@ -39,13 +40,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..chunk import Chunk
-from ..errors import BackendError, ConfigError
-from ..files.writing import write_atomic
-from ..layout.base import quote
-from ..llm.protocol import LLM, Completion
-from ..tokens.tokenizers import Tokenizer
-from .condense import summary_targets
+from ...chunk import Chunk
+from ...errors import BackendError, ConfigError
+from ...files.writing import write_atomic
+from ...layout.base import quote
+from ...llm.protocol import LLM, Completion
+from ...tokens.tokenizers import Tokenizer
+from . import summary_targets
 
 PROMPT = (
     "Summarize the passage with respect to the question in at most {n} tokens: what the passage says, "
@@ -290,14 +291,14 @@ def make_backend(spec: Any, *, model: str | None, base_url: str | None, api: str
     if not isinstance(spec, str):
         return spec, str(getattr(spec, "base_url", None) or getattr(spec, "path", None) or type(spec).__name__)
     if spec == "local":
-        from ..llm.local import LocalBackend
+        from ...llm.local import LocalBackend
 
         try:
             backend = LocalBackend(model, api=api)
         except ImportError as exc:
             raise ImportError(f"summaries='llm' with summary_backend 'local': {exc}; or use summary_backend='openai'") from None
         return backend, str(backend.path)
-    from ..llm.openai import OpenAIBackend
+    from ...llm.openai import OpenAIBackend
 
     # a pack waits for its summaries: two retries, not the evaluation's five
     backend = OpenAIBackend(base_url or DEFAULT_BASE_URL, model or "default", api=api, retries=2, backoff=0.5, timeout=60.0)
@@ -333,7 +334,7 @@ def llm_summary_step(query: str, chunks: Sequence[Chunk], *, skip: int, max_toke
     per summary written, in rank order.
 
     ``select(chunks)`` fits the chunks under the budget and gives its result and the ids it placed as
-    their summary. Each chunk that :func:`~edgewise.prune.condense.summary_targets` picks goes to
+    their summary. Each chunk that :func:`~edgewise.prune.summaries.summary_targets` picks goes to
     selection first with a :func:`placeholder` of ``max_tokens`` tokens; those selection places as
     summaries are written (all of one round at once), and selection runs again with them, until it
     places no placeholder. The result is selection's with the written summaries alone. So a chunk
