@@ -9,7 +9,7 @@ EXTRAS := dev,hf,models,eval,integrations,bench,serve,index,ray,fast,docs
 # doctests of every module in src/, the model scorers' and the adapters' too
 CHECK_EXTRAS := dev,hf,models,integrations,serve,index,ray,fast
 
-.PHONY: demo test check bench clean
+.PHONY: demo test check bench clean browser
 
 # llama-cpp-python (the eval extra) compiles llama.cpp with -march=native. On x86-64 machines that
 # report AMX (some VMs among them) its AMX matrix kernels crash the first prompt (SIGSEGV in
@@ -44,8 +44,15 @@ demo: $(VENV)/.installed-core
 	$(BIN)/edgewise pack --query @examples/query.txt --chunks examples/chunks.json --budget 2000 --table
 
 # the whole suite, every tier
-test: $(VENV)/.installed-all
+test: $(VENV)/.installed-all browser
 	$(BIN)/python -m pytest src tests
+
+# the browser the inspector page's tests drive (headless Chromium and its driver): installed when missing
+# and make runs as root; otherwise those tests skip and say how to install it (with CI=true they fail)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (test "`id -u`" = 0 && apt-get install -y chromium chromium-driver) || \
+	  echo "edgewise: the page tests need Chromium: apt-get install chromium chromium-driver (as root)"
 
 # the fast tier, for the inner loop: no real LLM, no fresh virtualenv, no ONNX model; two workers
 # (pytest-xdist), each test file on one worker so that a module's server starts once

@@ -106,26 +106,6 @@ def test_the_packing_tables_are_read_off_the_committed_runs():
             assert f"| {label} | " + " | ".join(r[label] for r in runs) + " |" in doc, label
 
 
-def test_the_counting_table_is_the_committed_run():
-    """BENCHMARKS.md quotes the cold / warm counting table of benchmarks/cold_tables.py as printed."""
-    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
-    cold = (ROOT / "docs" / "bench" / "counting-fresh-blocks.txt").read_text(encoding="utf-8").split("\n\n")[-1].strip()
-    assert cold.startswith("| counter | blocks |") and cold.count("\n") == 10 and cold in doc
-
-
-def test_cold_tables_tiny_run(capsys):
-    spec = importlib.util.spec_from_file_location("bench_cold_tables", ROOT / "benchmarks" / "cold_tables.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    out = bench.main(["--reps", "2", "--sizes", "20,200", "--data", str(ROOT / "tests" / "data")])
-    assert sorted(out) == [(c, n, s) for c in ("quicktok", "rs-bpe", "tiktoken") for n in (20, 200) for s in ("cold", "warm")]
-    assert all(ms > 0 for ms in out.values())
-    printed = capsys.readouterr().out
-    assert "| counter | blocks | cold ms | warm ms | characters / µs, cold |" in printed
-    assert [line.split(" | ")[:2] for line in printed.splitlines() if line.startswith(("| tiktoken", "| rs-bpe", "| quicktok"))] == [
-        ["| " + c, n] for n in ("20", "200") for c in ("tiktoken", "rs-bpe", "quicktok")]
-
-
 def _load(name: str, file: str):  # noqa: ANN202 - a benchmark script as a module
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
     module = importlib.util.module_from_spec(spec)
@@ -214,22 +194,54 @@ def test_the_truncate_table_is_the_committed_run():
 
 def test_the_batch_tables_are_the_committed_run():
     """BENCHMARKS.md's batch section quotes benchmarks/batch.py's committed run: each way's row with
-    the raw table's cells (chunks, way, rows/s per worker, both ratios, steady rate), and the stage
-    table as printed; the targets table quotes the run's Ray ratios."""
+    the raw table's cells at 20 and then 200 chunks (rows/s per worker, both ratios, steady rate), and
+    the stage table's pack(), Arrow, parse and total rows; the targets table quotes the run's Ray ratios."""
     doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
     raw = (ROOT / "docs" / "bench" / "batch-per-worker-and-ray.txt").read_text(encoding="utf-8")
     ways = [[c.strip() for c in line.strip("|").split("|")] for line in raw.splitlines()
             if line.startswith(("| 20 | ", "| 200 | ")) and line.count("|") == 11]
     assert len(ways) == 18
-    section = doc.split("## Batch (`edgewise batch`)")[1].split("### On a cluster")[0]
-    quoted = ["| " + " | ".join(w[i] for i in (0, 2, 4, 5, 6, 7)) + " |" for w in ways]
+    section = doc.split("## Batch (`edgewise batch`)")[1].split("\n## ")[0]
+    by_size = {n: {w[2]: [w[i] for i in (4, 5, 6, 7)] for w in ways if w[0] == n} for n in ("20", "200")}
+    assert list(by_size["20"]) == list(by_size["200"]) and len(by_size["20"]) == 9
+    quoted = ["| " + " | ".join([way, *by_size["20"][way], *by_size["200"][way]]) + " |" for way in by_size["20"]]
     assert [line for line in quoted if line not in section] == []
     stage = raw.split("Where one worker's time goes (local x1, CPU ms per row, medians):\n\n")[1].split("\n\n")[0]
-    assert stage.strip() in section
+    stages = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in stage.splitlines()[2:])}
+    prose = " ".join(section.split("Where one worker's time goes")[1].split("\n\n")[0].split())
+    for label, name in (("pack()", "`pack()`"), ("Arrow conversion (to_table, 32 rows at a time)", "Arrow conversion"),
+                        ("parse the row (orjson, and its checks)", "parsing"), ("**total, local x1**", "of")):
+        assert f"{name} {stages[label][0]} and {stages[label][2]}" in prose, label
+    assert f"({stages['pack()'][1]} and {stages['pack()'][3]}× the bare loop's)" in prose
     ratios = dict(line.rsplit(": ", 1) for line in raw.splitlines() if "steady per worker: " in line)
     targets = doc.split("| `edgewise batch` on Ray Data, per actor")[1].split("\n")[0]
     assert [ratios[f"{n} chunks, ray x{a} / local x{a}, steady per worker"].replace("x", "×") in targets
             for a in (1, 2) for n in (20, 200)] == [True] * 4
+
+
+def _raw_table(name: str, header: str) -> str:
+    """The table of a committed raw file whose header row starts with ``header``, as printed."""
+    lines = (ROOT / "docs" / "bench" / name).read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_the_relevance_tables_are_the_committed_runs():
+    """Ranking and pruning are quoted from their committed runs of benchmarks/relevance.py as printed
+    (pruning without the raw file's two rows that repeat the defaults); each compression cell is the
+    dense column of the committed heads run."""
+    doc = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert _raw_table("models-int8-heldout-int8.txt", "| scorer | questions |") in doc
+    pruning = _raw_table("prune-head-tuning.txt", "| method | threshold").splitlines()
+    assert [r for r in pruning if "library's default" in r] == pruning[-2:] and "\n".join(pruning[:-2]) in doc
+    heads = _raw_table("prune-heads-one-vs-two-embeddings.txt", "| prune threshold, budget").splitlines()[2:]
+    dense = {cells[0]: cells[1] for cells in ([c.strip() for c in row.strip("|").split("|")] for row in heads)}
+    section = doc.split("### Compression")[1].split("\n### ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ")][1:]
+    budgets = ("no budget", "budget 1000", "budget 500", "budget 300")
+    quoted = {f"{'no prune' if r[0] == 'no prune' else 'prune ' + r[0]}, {b}": cell for r in rows for b, cell in zip(budgets, r[1:])}
+    assert len(quoted) == 24 and quoted == {k: dense[k] for k in quoted}
 
 
 def _sections(doc: str) -> list[tuple[str, str]]:

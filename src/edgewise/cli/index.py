@@ -68,11 +68,13 @@ def cmd_retrieve(a: argparse.Namespace) -> None:
     from ..index.lance import open_store
     from ..index.search import pack_hits, retrieve
     from ..packing.packer import Packer
-    from .pack import _emit, report
+    from .pack import _emit, report, write_html
 
     question = text_arg(a.question, "question") or ""
     hits = retrieve(open_store(a.store), question, top_n=a.top_n, mode=a.mode)
-    packed = pack_hits(Packer(_pack_options(a), preload=False), question, hits)  # one pack: a faster counter would cost more to load than it saves
+    options = _pack_options(a)
+    packed = pack_hits(Packer(options, preload=False), question, hits)  # one pack: a faster counter would cost more to load than it saves
+    write_html(a, question, [h.chunk() for h in hits], options, packed, "edgewise retrieve")
     write_out(_emit(packed, a.format))
     report(packed, a.format, a.table)
 
@@ -184,11 +186,11 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 
 
 def _retrieve_args(p: argparse.ArgumentParser) -> None:
-    from .pack import FORMATS
+    from .pack import FORMATS, report_args
 
     _common(p)
     p.add_argument("--format", "-f", default="text", choices=FORMATS)
-    p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
+    report_args(p)
     _pack_args(p)
     p.set_defaults(func=cmd_retrieve)
 

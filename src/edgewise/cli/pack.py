@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..packing.debug import PRUNED_KEY
@@ -120,10 +121,23 @@ def _options(a: argparse.Namespace) -> Any:
     return from_args(a, read_text=text_arg)
 
 
+def write_html(a: argparse.Namespace, query: str, chunks: Any, options: Any, packed: Any, source: str) -> None:
+    """``--html FILE``: the inspector page of this pack in one self-contained file (the page
+    ``edgewise serve`` shows at ``/ui``; :mod:`edgewise.serve.api.inspector`), and a line on stderr."""
+    if a.html is None:
+        return
+    from ..serve.api import inspector
+
+    inspector.write(a.html, inspector.view(query, chunks, options, packed, source=source))
+    print(f"edgewise: wrote the inspector page of this pack to {a.html}", file=sys.stderr)
+
+
 def cmd_pack(a: argparse.Namespace) -> None:
     from ..packing.front import pack
 
-    packed = pack(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a))
+    query, chunks, options = text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a)
+    packed = pack(query, chunks, options)
+    write_html(a, query, chunks, options, packed, "edgewise pack")
     write_out(_emit(packed, a.format))
     report(packed, a.format, a.table)
 
@@ -175,11 +189,19 @@ def _io_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", "-f", default="text", choices=FORMATS)
 
 
+def report_args(p: argparse.ArgumentParser) -> None:
+    """``--table`` and ``--html``: where each chunk went, on stderr or as a page (``pack`` and ``retrieve``)."""
+    p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
+    p.add_argument("--html", metavar="FILE", type=Path,
+                   help="also write the inspector page of this pack (prompt, where each chunk went, budget, position "
+                        "curve) to FILE: one self-contained HTML file that works offline, to attach to a bug report")
+
+
 def _pack_args(p: argparse.ArgumentParser) -> None:
     from ..options import add_arguments
 
     _io_args(p)
-    p.add_argument("--table", action="store_true", help="after the prompt, print where each chunk went (stderr)")
+    report_args(p)
     add_arguments(p)
     p.set_defaults(func=cmd_pack)
 

@@ -1,4 +1,4 @@
-"""``edgewise serve``: the HTTP service (and, with ``--upstream``, the OpenAI-compatible proxy).
+"""``edgewise serve``: the HTTP service (and, with ``--upstream`` or ``--upstream-anthropic``, the proxy).
 
 The flags are the fields of :class:`edgewise.serve.config.ServeConfig`; ``docs/serve.md`` is the
 operator's guide. The API key is read from the environment (``EDGEWISE_API_KEY``, or the variable
@@ -37,7 +37,8 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
         host=a.host, port=a.port, workers=a.workers, assets=a.assets, max_body_bytes=a.max_body_bytes,
         max_chunks=a.max_chunks, max_chars=a.max_chars, timeout_s=a.timeout, api_key=environ.get(a.api_key_env) or None,
         api_key_env=a.api_key_env, cors_origins=tuple(a.cors_origin), preload=preload, upstream=a.upstream,
-        upstream_timeout_s=a.upstream_timeout, models_file=a.models, history_share=a.history_share,
+        upstream_anthropic=a.upstream_anthropic, upstream_timeout_s=a.upstream_timeout, models_file=a.models,
+        history_share=a.history_share,
         log_bodies=a.log_bodies, threads=a.threads, queue=a.queue, max_asset_bytes=a.max_asset_bytes, http=a.http,
         max_header_bytes=a.max_header_bytes, max_headers=a.max_headers, header_timeout_s=a.header_timeout,
         keep_alive_s=a.keep_alive, max_connections=a.max_connections, order=a.order,
@@ -128,6 +129,8 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-bodies", action="store_true", help="put request bodies in the access log (off by default)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--upstream", metavar="URL", help="proxy /v1/chat/completions to this OpenAI-compatible server")
+    p.add_argument("--upstream-anthropic", metavar="URL",
+                   help="proxy /v1/messages to this Anthropic-compatible server (the base URL the anthropic client takes)")
     p.add_argument("--upstream-timeout", type=float, default=d.upstream_timeout_s,
                    help=f"seconds to wait for the upstream (default {d.upstream_timeout_s:g})")
     p.add_argument("--models", type=Path, metavar="FILE", help="your models (TOML or JSON): name, tokenizer, context window")

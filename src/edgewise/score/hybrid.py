@@ -5,7 +5,7 @@ Plain reciprocal-rank fusion of BM25 and dense ranks is *worse* than dense alone
 the dense cosine on its own scale and adds a small weight of BM25 min-max normalised over the
 request: ``cos + WEIGHT * (bm25 - min) / (max - min)``. ``WEIGHT`` (0.08) was tuned on rows
 1000-1999 of the NQ-open dev file (``python benchmarks/relevance.py tune``), where it beat dense
-alone; on rows 0-999, where BENCHMARKS.md reports it, it ties with dense (recall@2 0.986 vs 0.985)
+alone; on rows 0-999, where BENCHMARKS.md reports it, it ties with dense (recall@2 0.986 for both)
 while plain RRF falls to 0.923. ``hybrid:rrf`` gives plain RRF (k=60) for comparison and
 ``hybrid:W`` a chosen weight.
 

@@ -5,9 +5,10 @@ One process holds one long-lived :class:`~edgewise.packing.packer.Packer` (the s
 ``--preload`` scorers are resolved when the app starts (a bad name stops the start) and their
 models loaded in a background thread; ``/readyz`` answers 503 until they are in. The layers, from
 the outside in: access log and metrics, CORS (only with ``--cors-origin``), the header count and
-body limits, the error handlers, then the routes (``/v1/*`` and ``/metrics`` behind the API key when one is set).
-With ``config.upstream`` the proxy's routes (:mod:`edgewise.serve.proxy`) join, behind the same
-key, limit and error format.
+body limits, the error handlers, then the routes (``/v1/*`` and ``/metrics`` behind the API key when one is set;
+``/ui``, the inspector page, calls them with the key typed into it).
+With ``config.upstream`` or ``config.upstream_anthropic`` the proxy's routes (:mod:`edgewise.serve.proxy`)
+join, behind the same key, limit and error format.
 
 >>> from fastapi.testclient import TestClient
 >>> with TestClient(create_app(ServeConfig(api_key=None))) as client:
@@ -31,7 +32,7 @@ from ..errors import ConfigError
 from ..options import PackOptions
 from ..packing.packer import default_packer
 from . import errors
-from .api import routes, warmup
+from .api import routes, ui, warmup
 from .api.admission import Admission
 from .api.assets import Assets, resolve_spec
 from .api.auth import require_key
@@ -56,7 +57,7 @@ def capabilities(config: ServeConfig) -> dict[str, Any]:
     out["models"] = list(catalog.model_names())
     out["assets"] = config.assets is not None
     out["auth"] = bool(config.api_key)
-    out["proxy"] = config.upstream is not None
+    out["proxy"] = config.upstream is not None or config.upstream_anthropic is not None
     out["limits"] = {"max_body_bytes": config.max_body_bytes, "max_chunks": config.max_chunks,
                      "max_chars": config.max_chars, "timeout_s": config.timeout_s, "threads": config.threads,
                      "queue": config.queue, "max_asset_bytes": config.max_asset_bytes,
@@ -132,9 +133,10 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     app.include_router(routes.probe_router())
     app.include_router(routes.metrics_router(), dependencies=keyed)
     app.include_router(routes.api_router(), dependencies=keyed)
-    if config.upstream:
+    app.include_router(ui.router(keyed))  # the inspector page; its curve behind the key
+    if config.upstream or config.upstream_anthropic:
         try:
-            from .proxy import routes as proxy
+            from . import proxy
         except ModuleNotFoundError as exc:
             if exc.name not in (f"{__package__}.proxy", f"{__package__}.proxy.routes"):
                 raise

@@ -67,7 +67,8 @@ class ServeConfig:
     api_key_env: str = API_KEY_ENV
     cors_origins: tuple[str, ...] = ()
     preload: tuple[str, ...] = ()  # scorer specs whose models load at start (dense, cross:PATH ...)
-    upstream: str | None = None
+    upstream: str | None = None  # an OpenAI-compatible base URL (with its /v1)
+    upstream_anthropic: str | None = None  # an Anthropic-compatible base URL (as the anthropic client takes it)
     upstream_timeout_s: float = 300.0
     models_file: Path | None = None
     history_share: float = 0.5

@@ -8,6 +8,8 @@
   the server's work policy by that cost (refused, queued, or served apart).
 - :mod:`.auth`: the optional bearer-token check; :mod:`.metrics`: Prometheus metrics and the
   access log; :mod:`.warmup`: one request to each endpoint before the server listens.
+- :mod:`.ui`: ``/ui``, the inspector page, built on the endpoints above; :mod:`.inspector`: the
+  page itself (its files, the view of a pack, the self-contained file ``--html`` writes).
 
 The proxy (:mod:`edgewise.serve.proxy`) packs with the same options, cost, work and metrics.
 """

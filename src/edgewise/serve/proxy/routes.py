@@ -1,7 +1,9 @@
 """The OpenAI-compatible proxy: one base URL for an OpenAI client, documents packed on the way.
 
 Two routes pack: ``POST /v1/chat/completions`` (:mod:`edgewise.serve.proxy.conversation`) and
-``POST /v1/responses`` (:mod:`edgewise.serve.proxy.openai_responses`). Their body is read (strict JSON,
+``POST /v1/responses`` (:mod:`edgewise.serve.proxy.openai_responses`); with an Anthropic upstream,
+``/v1/messages`` too (:mod:`edgewise.serve.proxy.anthropic_routes`, on the same :class:`Upstream`
+machinery). Their body is read (strict JSON,
 :mod:`edgewise.serve.proxy.readbody`: a body that cannot be read is a 400, never forwarded on a guess);
 one without documents is forwarded byte for byte, one with them is packed (in a worker thread:
 packing is CPU work), the ``edgewise`` field removed, and forwarded, every number it did not
@@ -75,10 +77,10 @@ def proxy_cost(body: Mapping[str, Any], order: str | None = None) -> Cost:
 class Upstream:
     """One upstream and its pooled ``httpx.AsyncClient`` (opened with the app, closed with it)."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, base: str | None = None, key_env: str = UPSTREAM_KEY_ENV) -> None:
         self.config = config
-        self.base = config.upstream.rstrip("/")
-        self.key = os.environ.get(UPSTREAM_KEY_ENV) or None
+        self.base = (base or config.upstream).rstrip("/")
+        self.key = os.environ.get(key_env) or None
         self.client: Any = None
         self.open_streams: Any = None  # a Gauge on the app's metrics registry, when it has one
 
@@ -91,11 +93,14 @@ class Upstream:
 
             load_models(self.config.models_file)
         metrics = getattr(app.state, "metrics", None)
-        if metrics is not None and self.open_streams is None:
-            from prometheus_client import Gauge
+        if metrics is not None and self.open_streams is None:  # one gauge for every upstream of the app
+            self.open_streams = getattr(app.state, "proxy_open_streams", None)
+            if self.open_streams is None:
+                from prometheus_client import Gauge
 
-            self.open_streams = Gauge("edgewise_proxy_open_streams", "upstream event streams being relayed now",
-                                      registry=metrics.registry, multiprocess_mode="livesum")
+                self.open_streams = Gauge("edgewise_proxy_open_streams", "upstream event streams being relayed now",
+                                          registry=metrics.registry, multiprocess_mode="livesum")
+                app.state.proxy_open_streams = self.open_streams
         import socket
 
         # TCP_NODELAY: a request and a reply go out in several writes; with Nagle's algorithm on, a
@@ -129,33 +134,45 @@ class Upstream:
         return self.relay(upstream, extra)
 
     async def _plan(self, request: Request, body: dict[str, Any], plan_of: Callable[..., Any]) -> Any:
-        from ..api.metrics import SCOPE_KEY
+        keywords = self.plan_keywords(request)
+        plan = await self.run_work(request, lambda: plan_of(body, **keywords), proxy_cost(body, self.config.order))
+        self.note(request, plan)
+        return plan
+
+    def plan_keywords(self, request: Request) -> dict[str, Any]:
+        """The server's settings a plan takes: the history share, the packer, the limits, the file rules."""
         from ..api.work import request_options
-        from ..errors import ApiError
         from ..transport.limits import check_request, count_chars
 
         state, config = request.app.state, self.config
+        return {"history_share": config.history_share, "packer": getattr(state, "packer", None),
+                "check": lambda docs, opts: check_request(docs, count_chars(opts), max_chunks=config.max_chunks,
+                                                          max_chars=config.max_chars),
+                "resolve": lambda opts: request_options(opts, getattr(state, "assets", None), config.order)}
 
-        def work() -> Any:
-            return plan_of(body, history_share=config.history_share, packer=getattr(state, "packer", None),
-                           check=lambda docs, opts: check_request(docs, count_chars(opts), max_chunks=config.max_chunks,
-                                                                  max_chars=config.max_chars),
-                           resolve=lambda opts: request_options(opts, getattr(state, "assets", None), config.order))
+    async def run_work(self, request: Request, work: Callable[[], Any], cost: Cost) -> Any:
+        """``work()`` as every endpoint's work: the same pool and queue (503 when full), 504 past the deadline."""
+        from ..errors import ApiError
 
+        timeout = self.config.timeout_s
         try:
-            # packing, as every endpoint's work: the same pool and queue (503 when full), 504 past the deadline
-            plan = await state.admission.run(work, config.timeout_s, proxy_cost(body, config.order))
+            return await request.app.state.admission.run(work, timeout, cost)
         except TimeoutError:
-            raise ApiError(504, "timeout", f"packing took longer than {config.timeout_s:g} s (--timeout)") from None
+            raise ApiError(504, "timeout", f"packing took longer than {timeout:g} s (--timeout)") from None
         except EdgewiseError:
             raise  # the app's handler: 422 with the rule and the value
         except RecursionError:
             raise ApiError(422, "invalid_input", "the request is too deeply nested to process") from None
+
+    @staticmethod
+    def note(request: Request, plan: Any) -> None:
+        """The packing's numbers, for the metrics and the access log."""
+        from ..api.metrics import SCOPE_KEY
+
         info = request.scope.get(SCOPE_KEY)
-        if plan is not None and isinstance(info, dict):  # for the metrics and the access log
+        if plan is not None and isinstance(info, dict):
             info.update(chunks_in=len(plan.packed.debug_info.chunks), dropped=plan.dropped_documents,
                         prompt_tokens=plan.prompt_tokens)
-        return plan
 
     async def _debugged(self, request: Request, upstream: Any, extra: dict[str, str], plan: Any) -> Response:
         """The JSON reply with the debug info added, when it is at most MAX_REWRITE_BYTES; else as sent."""
@@ -385,14 +402,17 @@ def packed_body() -> dict[str, Any]:
         "type": "object", "properties": {"edgewise": field_schema()}}}}}}
 
 
-def router(config: Any) -> APIRouter:
-    """The proxy's routes for ``config.upstream``; the app adds auth, limits and error mapping."""
+def passthrough_route(r: APIRouter, upstream: Upstream) -> None:
+    """Every other ``/v1/*`` path, forwarded to ``upstream`` (:mod:`edgewise.serve.proxy.passthrough`)."""
     from .passthrough import METHODS, forward
 
-    if not config.upstream:
-        raise ValueError("the proxy needs config.upstream")
-    upstream = Upstream(config)
-    r = APIRouter(lifespan=upstream.lifespan, tags=["proxy"])
+    @r.api_route("/v1/{path:path}", methods=list(METHODS), include_in_schema=False)
+    async def passthrough(request: Request) -> Response:
+        return await forward(upstream, request)
+
+
+def openai_routes(r: APIRouter, upstream: Upstream) -> None:
+    """``POST /v1/chat/completions`` and ``POST /v1/responses``, packed, for ``upstream``."""
     body = packed_body()
 
     @r.post("/v1/chat/completions", summary="OpenAI chat completions, documents packed first",
@@ -404,9 +424,3 @@ def router(config: Any) -> APIRouter:
             response_class=Response, openapi_extra=body)
     async def responses(request: Request) -> Response:
         return await upstream.packed(request, "/responses", prepare_response)
-
-    @r.api_route("/v1/{path:path}", methods=list(METHODS), include_in_schema=False)
-    async def passthrough(request: Request) -> Response:
-        return await forward(upstream, request)
-
-    return r
