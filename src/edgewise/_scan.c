@@ -8,7 +8,7 @@
  * - any_in_ranges: whether a text holds a code point of a table of ranges (the characters on which a
  *   counter disagrees with tiktoken, edgewise.tokens.counters.UNEQUAL).
  * - within: whether a parsed JSON value nests its objects and arrays less deep than a limit and holds
- *   no float outside a bound (the limit and the bound are edgewise.jsonin's, passed in).
+ *   no float outside a bound (the limit and the bound are edgewise.jsonin.strict's, passed in).
  *
  * Optional: setup.py builds it with optional=True; edgewise.compiled loads it, and each caller
  * falls back to the same pass in Python where it is missing.
@@ -208,7 +208,7 @@ any_in_ranges(PyObject *self, PyObject *args)
 PyDoc_STRVAR(within_doc,
 "within(value, limit, bound, /)\n--\n\n"
 "Whether no dict or list of value (exact types) sits `limit` levels below it (value is level 0) and\n"
-"no float of it has a magnitude of `bound` or more. Twin: edgewise.jsonin.clean_py.");
+"no float of it has a magnitude of `bound` or more. Twin: edgewise.jsonin.strict.clean_py.");
 
 static int
 within_walk(PyObject *v, int depth, int limit, double bound)

@@ -22,4 +22,4 @@ def any_in_ranges(text: str, pages: bytes, table: bytes, /) -> bool:
 
 def within(value: Any, limit: int, bound: float, /) -> bool:
     """Whether no dict or list of ``value`` (exact types) sits ``limit`` levels below it (``value`` is
-    level 0) and no float of it has a magnitude of ``bound`` or more. Twin: ``edgewise.jsonin.clean_py``."""
+    level 0) and no float of it has a magnitude of ``bound`` or more. Twin: ``edgewise.jsonin.strict.clean_py``."""

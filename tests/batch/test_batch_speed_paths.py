@@ -18,7 +18,7 @@ from edgewise.batch import schema
 from edgewise.batch.rows import arrow_rows, pack_row, packed_row, parse_line, read_row, to_table, writable
 from edgewise.batch.units import _parse, count_rows, fast_row, iter_unit, plan
 from edgewise.errors import EdgewiseError
-from edgewise.jsonin import MAX_DEPTH, decode
+from edgewise.jsonin.strict import MAX_DEPTH, decode
 from edgewise.options import PackOptions
 from edgewise.packing.packer import Packer
 

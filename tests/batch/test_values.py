@@ -227,7 +227,7 @@ _json_value = st.recursive(st.one_of(_json_number, _json_string, st.sampled_from
 def test_the_fast_row_reader_reads_what_the_strict_reader_reads(fields, deep):
     """orjson's fast path gives the strict reader's value, or leaves the line to it (never another value)."""
     from edgewise.batch.units import _parse, fast_row
-    from edgewise.cli.textio import decode
+    from edgewise.jsonin.strict import decode
 
     body = ",".join(f"{k}:{v}" for k, v in fields)
     if deep:

@@ -3,7 +3,7 @@
 The CLI is run as a subprocess (`python -m edgewise`), with the bytes a hostile or careless caller
 would send: runaway nesting, numbers no float holds, lone surrogates, files and stdin that are not
 UTF-8, empty input. The valid oddities (raw U+2028 in JSON Lines, a BOM, CRLF line ends) must load.
-The reading functions are also tested directly: :mod:`edgewise.cli.textio` and :func:`edgewise.jsonin.loads`.
+The reading functions are also tested directly: :mod:`edgewise.jsonin.files` and :func:`edgewise.jsonin.strict.loads`.
 """
 
 import importlib.util
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgewise.cli.textio import decode, lone_surrogate, read_chunks, read_text, text_arg, write_out
+from edgewise.cli.output import write_out
 from edgewise.errors import InputError
-from edgewise.jsonin import MAX_DEPTH, loads
+from edgewise.jsonin.files import read_chunks, read_text, text_arg
+from edgewise.jsonin.strict import MAX_DEPTH, decode, loads, lone_surrogate
 
 pytestmark = pytest.mark.slow  # a fresh interpreter per case: ~15 s, kept out of make check
 CHUNKS = [{"id": "a", "text": "Paris is the capital of France.", "score": 0.9},
@@ -358,21 +359,21 @@ needs_orjson = pytest.mark.skipif(importlib.util.find_spec("orjson") is None, re
 @pytest.fixture
 def through_orjson(monkeypatch):
     """Every text read by orjson first (it is otherwise tried from ORJSON_MIN characters on)."""
-    import edgewise.jsonin as jsonin
+    import edgewise.jsonin.strict as jsonin
 
     monkeypatch.setattr(jsonin, "ORJSON_MIN", 0)
     return jsonin
 
 
 def _read_by_python_json(monkeypatch):
-    import edgewise.jsonin as jsonin
+    import edgewise.jsonin.strict as jsonin
 
     monkeypatch.setattr(jsonin, "ORJSON_MIN", float("inf"))
 
 
 @needs_orjson
 def test_a_long_text_is_read_by_orjson_and_gives_what_python_json_gives():
-    import edgewise.jsonin as jsonin
+    import edgewise.jsonin.strict as jsonin
 
     chunks = [{"id": f"c{i}", "text": "word " * 60, "score": i / 7, "meta": {"n": i, "tags": ["a", None, True]}}
               for i in range(20)]
@@ -420,7 +421,7 @@ deep_values = st.recursive(
 @given(items=st.lists(st.one_of(json_text, st.dictionaries(json_text, deep_values, max_size=4)), min_size=1, max_size=5),
        array=st.booleans(), nest=st.integers(0, 60))
 def test_orjson_first_or_python_json_alone_read_every_text_alike(items, array, nest):
-    import edgewise.jsonin as jsonin
+    import edgewise.jsonin.strict as jsonin
 
     if nest:  # a chunk nested near the depth limit, on either side of it
         items = [*items, {"text": "x", "meta": json.loads("[" * nest + "]" * nest)}]

@@ -84,7 +84,7 @@ def test_prune_speed_benchmark_tiny_run(capsys):
     assert "prune / score, CPU medians:" in out
 
 
-PACK_RUNS = ("pack-targets-generic-scan-quicktok",)  # benchmarks/pack.py runs BENCHMARKS.md quotes
+PACK_RUNS = ("pack-targets-quicktok",)  # benchmarks/pack.py runs BENCHMARKS.md quotes
 
 
 def _times_cells(name: str, sizes: tuple[str, ...], column: int) -> dict[str, str]:

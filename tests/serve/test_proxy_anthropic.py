@@ -213,8 +213,8 @@ def test_edgewise_errors_are_in_anthropics_shape(proxy, upstream):
     with pytest.raises(anthropic.UnprocessableEntityError) as info:  # the field on a path that does not pack it
         client(proxy).messages.batches.create(requests=[], extra_body=FIELD)
     assert info.value.body == {"type": "error", "error": {"type": "invalid_request_error", "message": (
-        "the 'edgewise' field is read on POST /v1/chat/completions and POST /v1/responses only, but this request is "
-        "POST /v1/messages/batches, which the proxy forwards unchanged: remove the field")}}
+        "the 'edgewise' field is read on POST /v1/chat/completions, POST /v1/responses and POST /v1/messages only, "
+        "but this request is POST /v1/messages/batches, which the proxy forwards unchanged: remove the field")}}
 
 
 def test_upstream_errors_are_relayed_as_sent(proxy, upstream):
@@ -244,8 +244,8 @@ def test_other_paths_go_to_the_upstream_the_client_speaks_to(proxy, upstream, op
 def test_each_upstream_gets_its_own_error_shape(proxy, upstream, openai_upstream):
     n, m = len(upstream.seen), len(openai_upstream.seen)
     body = {"model": "m", "input": "Paris", **FIELD}
-    message = ("the 'edgewise' field is read on POST /v1/chat/completions and POST /v1/responses only, but this request "
-               "is POST /v1/embeddings, which the proxy forwards unchanged: remove the field")
+    message = ("the 'edgewise' field is read on POST /v1/chat/completions, POST /v1/responses and POST /v1/messages "
+               "only, but this request is POST /v1/embeddings, which the proxy forwards unchanged: remove the field")
     as_openai = httpx.post(proxy + "/v1/embeddings", json=body, timeout=30)
     as_anthropic = httpx.post(proxy + "/v1/embeddings", json=body, timeout=30, headers={"anthropic-version": "2023-06-01"})
     assert (as_openai.status_code, as_openai.json()) == (422, {"error": {"type": "edgewise_invalid_input", "message": message}})

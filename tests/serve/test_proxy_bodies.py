@@ -88,8 +88,8 @@ def test_the_field_on_a_forwarded_path_is_refused():
     with pytest.raises(ApiError) as info:
         refuse_field(json.dumps({"model": "m", "input": "x", "edgewise": DOCS}).encode(), "POST", "/v1/embeddings")
     assert (info.value.status_code, info.value.message) == (422, (
-        "the 'edgewise' field is read on POST /v1/chat/completions and POST /v1/responses only, but this request is "
-        "POST /v1/embeddings, which the proxy forwards unchanged: remove the field"))
+        "the 'edgewise' field is read on POST /v1/chat/completions, POST /v1/responses and POST /v1/messages only, "
+        "but this request is POST /v1/embeddings, which the proxy forwards unchanged: remove the field"))
     refuse_field(b'{"input": "edgewise is a library"}', "POST", "/v1/embeddings")  # a mention is not the field
     refuse_field(b"not json, and no such word", "POST", "/v1/embeddings")  # nothing to find: the upstream judges
     with pytest.raises(ApiError, match="valid JSON"):  # may carry it, cannot be read: refused, not forwarded

@@ -325,7 +325,7 @@ def test_c_finds_every_edge_of_every_range_in_every_string_width() -> None:
     assert not counters.has_unequal("") and not counters.has_unequal("ÿ" * 100) and not counters.has_unequal("東京" * 50)
 
 
-# -- within: the check of a JSON value orjson read (edgewise.jsonin.clean) ----------------------------
+# -- within: the check of a JSON value orjson read (edgewise.jsonin.strict.clean) ----------------------------
 
 JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.text(max_size=4),
                         st.floats(allow_nan=False), st.sampled_from([2.0**63, -(2.0**63), 9.223372036854775e18,
@@ -346,7 +346,7 @@ def _nested(levels: int, leaf: Any) -> Any:
 @given(value=JSON_VALUES, levels=st.integers(0, 60), leaf=JSON_LEAVES)
 def test_c_within_gives_what_clean_py_gives(value: Any, levels: int, leaf: Any) -> None:
     from edgewise._scan import within
-    from edgewise.jsonin import _BIG, MAX_DEPTH, clean_py
+    from edgewise.jsonin.strict import _BIG, MAX_DEPTH, clean_py
 
     for v in (value, _nested(levels, leaf), {"row": [value, _nested(levels, value)]}):
         assert within(v, MAX_DEPTH, _BIG) is clean_py(v)

@@ -102,7 +102,7 @@ def parse_line(text: str, source: str) -> Any:
     ...
     edgewise.errors.InputError: in.jsonl row 3: a row must be a JSON object with query and chunks, but got a string
     """
-    from ..jsonin import loads
+    from ..jsonin.strict import loads
 
     start = text.lstrip(" \t\r\n")[:1]
     if start == "[":  # loads would read it as an array of chunks

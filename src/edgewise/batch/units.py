@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..jsonin import clean, quick
+from ..jsonin.strict import clean, quick
 from .rows import arrow_rows, own_id, parse_line, where
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -176,7 +176,7 @@ def _parse(raw: bytes, source: str) -> Any:
     fast = fast_row(raw)
     if fast is not None:
         return fast
-    from ..jsonin import decode
+    from ..jsonin.strict import decode
 
     try:
         return parse_line(decode(raw, source), source)
@@ -205,8 +205,8 @@ def line_id(raw: bytes) -> str | None:
 def fast_row(raw: bytes) -> dict[str, Any] | None:
     """The row of a JSON Lines line read by orjson (3x faster than the strict reader on long rows),
     or None, and the strict reader then reads it: when orjson did not read the line
-    (:func:`edgewise.jsonin.quick`), when the line is no object, or when orjson's value is not the
-    strict reader's (:func:`edgewise.jsonin.clean`). A test holds the two readers to each other.
+    (:func:`edgewise.jsonin.strict.quick`), when the line is no object, or when orjson's value is not the
+    strict reader's (:func:`edgewise.jsonin.strict.clean`). A test holds the two readers to each other.
     """
     value = quick(raw, minimum=0)
     return value if type(value) is dict and clean(value) else None

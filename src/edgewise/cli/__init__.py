@@ -1,7 +1,7 @@
 """The ``edgewise`` command: a thin layer over the library. JSON in, JSON or text out.
 
-One module per family of subcommands (``pack``, ``relevance``, ``data``, ``eval``, ``serve``, ``index``, ``batch``), sharing the
-I/O helpers of :mod:`edgewise.cli.io`. Errors are one line on stderr naming the rule and the
+One module per family of subcommands (``pack``, ``relevance``, ``data``, ``eval``, ``serve``, ``index``, ``batch``), reading input
+with :mod:`edgewise.jsonin.files` and writing it with :mod:`edgewise.cli.output`. Errors are one line on stderr naming the rule and the
 value, with exit status 2.
 """
 

@@ -21,8 +21,9 @@ import argparse
 import sys
 from typing import Any
 
-from .io import dump, text_arg
+from ..jsonin.files import text_arg
 from .lazy import command
+from .output import dump
 
 
 def cmd_batch(a: argparse.Namespace) -> None:

@@ -22,8 +22,8 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from .io import write_out
 from .lazy import command
+from .output import write_out
 
 
 def _ints(text: str, what: str) -> list[int]:

@@ -11,8 +11,9 @@ import argparse
 import sys
 from typing import Any
 
-from .io import dumps, text_arg, write_out
+from ..jsonin.files import text_arg
 from .lazy import command
+from .output import dumps, write_out
 
 MODES = ("hybrid", "dense", "bm25")
 MAX_FILE_BYTES = 200 * 1024 * 1024  # edgewise.index.readers.MAX_BYTES, without importing the index here

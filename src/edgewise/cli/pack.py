@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..jsonin.files import read_chunks, text_arg
 from ..packing.debug import PRUNED_KEY
 from ..packing.front import FORMATS  # the output formats, defined with pack() (loaded by `import edgewise` anyway)
-from .io import dumps, read_chunk_list, text_arg, write_out
 from .lazy import command
+from .output import dumps, write_out
 
 
 def _emit(packed: Any, fmt: str) -> str:
@@ -135,7 +136,7 @@ def write_html(a: argparse.Namespace, query: str, chunks: Any, options: Any, pac
 def cmd_pack(a: argparse.Namespace) -> None:
     from ..packing.front import pack
 
-    query, chunks, options = text_arg(a.query, "query") or "", read_chunk_list(a.chunks), _options(a)
+    query, chunks, options = text_arg(a.query, "query") or "", read_chunks(a.chunks), _options(a)
     packed = pack(query, chunks, options)
     write_html(a, query, chunks, options, packed, "edgewise pack")
     write_out(_emit(packed, a.format))
@@ -150,7 +151,7 @@ def cmd_variants(a: argparse.Namespace) -> None:
     opts = options.to_dict(changed_only=True)
     key_id = opts.pop("key_id")
     opts.pop("layout", None)
-    out = variants(text_arg(a.query, "query") or "", read_chunk_list(a.chunks), key_id, positions,
+    out = variants(text_arg(a.query, "query") or "", read_chunks(a.chunks), key_id, positions,
                    layout=options.layout, **opts)
     if a.format == "text":
         write_out("\n\n".join(f"===== {name} =====\n{p.prompt}" for name, p in out.items()))

@@ -20,14 +20,15 @@ import sys
 from typing import Any
 
 from ..errors import InputError
-from .io import dump, read_chunk_list, text_arg, write_out
+from ..jsonin.files import read_chunks, text_arg
 from .lazy import command
+from .output import dump, write_out
 
 
 def _chunks(source: str) -> list[Any]:
     from ..chunk import normalize
 
-    chunks, _ = normalize(read_chunk_list(source))
+    chunks, _ = normalize(read_chunks(source))
     return chunks
 
 

@@ -42,7 +42,7 @@ def config_from_args(a: argparse.Namespace, environ: Mapping[str, str] | None = 
         log_bodies=a.log_bodies, threads=a.threads, queue=a.queue, max_asset_bytes=a.max_asset_bytes, http=a.http,
         max_header_bytes=a.max_header_bytes, max_headers=a.max_headers, header_timeout_s=a.header_timeout,
         keep_alive_s=a.keep_alive, max_connections=a.max_connections, order=a.order,
-        max_model_texts=a.max_model_texts,
+        max_model_texts=a.max_model_texts, store=a.store,
     )
 
 
@@ -115,6 +115,9 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                         f"{d.max_model_texts})")
     p.add_argument("--timeout", type=float, default=d.timeout_s,
                    help=f"seconds a request may take: its body (408), then its work (504) (default {d.timeout_s:g})")
+    p.add_argument("--store", metavar="DIR|URL",
+                   help="a store edgewise index wrote: POST /v1/retrieve (and the inspector's retrieve row) reads it; "
+                        "opened at start (a store that cannot be opened stops the start)")
     p.add_argument("--max-asset-bytes", type=int, default=d.max_asset_bytes,
                    help=f"largest template or profile read from --assets, in bytes (422; default {d.max_asset_bytes})")
     option_argument(p, "order", "--order", default=d.order,

@@ -22,6 +22,7 @@ from .build import default_embed
 from .store import Row, Store
 
 MODES = ("hybrid", "dense", "bm25")
+TOP_N = 20  # hits retrieved when none is asked for (edgewise retrieve, POST /v1/retrieve)
 RRF_K = 60
 CANDIDATES = 2  # each ranking contributes top_n × this many candidates to the fusion
 
@@ -50,7 +51,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def retrieve(store: Store, query: str, *, top_n: int = 20, mode: str = "hybrid",
+def retrieve(store: Store, query: str, *, top_n: int = TOP_N, mode: str = "hybrid",
              embed: Callable[[list[str]], Any] | None = None) -> list[Hit]:
     """The ``top_n`` best chunks for ``query``, best first."""
     check_str("query", query)

@@ -32,7 +32,7 @@ from ..errors import ConfigError
 from ..options import PackOptions
 from ..packing.packer import default_packer
 from . import errors
-from .api import routes, ui, warmup
+from .api import retrieval, routes, ui, warmup
 from .api.admission import Admission
 from .api.assets import Assets, resolve_spec
 from .api.auth import require_key
@@ -58,6 +58,7 @@ def capabilities(config: ServeConfig) -> dict[str, Any]:
     out["assets"] = config.assets is not None
     out["auth"] = bool(config.api_key)
     out["proxy"] = config.upstream is not None or config.upstream_anthropic is not None
+    out["store"] = config.store is not None  # POST /v1/retrieve answers
     out["limits"] = {"max_body_bytes": config.max_body_bytes, "max_chunks": config.max_chunks,
                      "max_chars": config.max_chars, "timeout_s": config.timeout_s, "threads": config.threads,
                      "queue": config.queue, "max_asset_bytes": config.max_asset_bytes,
@@ -128,11 +129,13 @@ def create_app(config: ServeConfig | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     app.state.preload = {spec: "loading" for spec in config.preload}
     app.state.assets = Assets(config.assets, config.max_asset_bytes) if config.assets else None
+    app.state.store = retrieval.open_configured(config)  # once: a store that cannot be opened stops the start
     errors.install(app, hide=f"{config.assets}/" if config.assets else None)
     keyed = [Depends(require_key)]
     app.include_router(routes.probe_router())
     app.include_router(routes.metrics_router(), dependencies=keyed)
     app.include_router(routes.api_router(), dependencies=keyed)
+    app.include_router(retrieval.router(), dependencies=keyed)  # /v1/retrieve: 404 without --store
     app.include_router(ui.router(keyed))  # the inspector page; its curve behind the key
     if config.upstream or config.upstream_anthropic:
         try:

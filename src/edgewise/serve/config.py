@@ -84,6 +84,7 @@ class ServeConfig:
     max_connections: int = 1000  # open connections per process; past it the oldest idle one is closed
     order: str = "edges"  # the placement of every request that names no order (a request's own order wins)
     max_model_texts: int = 5000  # texts a request may send through a model (estimated before it starts): 422 past it
+    store: str | None = None  # a store edgewise index wrote (a folder or a URL): POST /v1/retrieve reads it
 
     def __post_init__(self) -> None:
         check_int("port", self.port, minimum=0, error=ConfigError)
@@ -106,6 +107,8 @@ class ServeConfig:
             object.__setattr__(self, "assets", real)
         if self.models_file is not None and not isinstance(self.models_file, Path):
             object.__setattr__(self, "models_file", Path(self.models_file))
+        if self.store is not None and not isinstance(self.store, str):
+            object.__setattr__(self, "store", str(self.store))
         for name in ("cors_origins", "preload"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 

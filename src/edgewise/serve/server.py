@@ -48,6 +48,10 @@ def run(config: ServeConfig, *, log_level: str = "info") -> None:
 
         uvicorn.run(create_app(config), **common)
         return
+    if config.store is not None:  # each worker opens it: a store that cannot be opened stops the start here first
+        from .api.retrieval import open_configured
+
+        open_configured(config)
     os.environ[ENV_VAR] = config.to_env()
     if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="edgewise-metrics-")

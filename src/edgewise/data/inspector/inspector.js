@@ -455,6 +455,7 @@
     fillSelect("tokenizer", names(caps.tokenizers), "(default)");
     fillSelect("model", caps.models, "(none)");
     fillSelect("prune-scorer", caps.prune_scorers, null);
+    $("retrieve-row").hidden = !caps.store;  // the server was started with --store
   }
 
   /** Put a request's options into the controls (the rest into "more options"). */
@@ -600,6 +601,23 @@
     }
   }
 
+  /** The store's hits for the query (POST /v1/retrieve) become the chunks, and are packed. */
+  async function retrieveFromStore() {
+    const request = { question: $("query").value, top_n: Number($("top-n").value), mode: $("mode").value };
+    ++sequence;  // a pack scheduled before the click is not shown over the hits
+    clearTimeout(timer);
+    setState("loading", "retrieving…");
+    let reply;
+    try {
+      reply = await api("POST", "/v1/retrieve", request);
+    } catch (e) {
+      setState("error", e.message);
+      return;
+    }
+    $("chunks").value = JSON.stringify(reply.chunks, null, 2);
+    await update();
+  }
+
   async function loadFile(file) {
     const text = await file.text();
     $("chunks").value = text;
@@ -617,6 +635,7 @@
     $("budget-value").addEventListener("input", () => { setBudget($("budget-value").value); schedule(); });
     $("prune").addEventListener("input", () => { $("prune-value").textContent = Number($("prune").value).toFixed(2); schedule(); });
     $("file").addEventListener("change", () => { if ($("file").files.length) loadFile($("file").files[0]); });
+    $("retrieve").addEventListener("click", retrieveFromStore);
     let typing = null;
     $("api-key").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(start, DEBOUNCE_MS); });
   }

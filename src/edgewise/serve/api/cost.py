@@ -13,6 +13,7 @@ sentences are counted by their end marks. It counts what the work may do, at mos
   profile may prune; ``/v1/prune`` and ``/v1/highlight``), unless its scorer is ``lexical``: one
   text per sentence (two with ``dense2``) of the chunks it may read (the ``top_k`` with the most
   sentences), and the query, per pass.
+- **the question of a retrieval** (``/v1/retrieve`` in the ``hybrid`` or ``dense`` mode): one text.
 
 Texts the embedding cache already holds cost nothing when the work runs; the estimate counts them
 all the same, so the answer to a request never depends on what came before it.
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .schemas import HighlightRequest, PackRequest, PruneRequest, ScoreRequest, VariantsRequest
+from .schemas import HighlightRequest, PackRequest, PruneRequest, RetrieveRequest, ScoreRequest, VariantsRequest
 
 FREE_SCORERS = frozenset({"given", "bm25", "static"})  # no model (static: a table lookup, thousands a second)
 _ENDS = re.compile(r"[.!?]+\s|\n")  # where a sentence may end: more than either splitter cuts at
@@ -117,5 +118,7 @@ def estimate(body: Any, *, order: str | None = None) -> Cost:
     if isinstance(body, HighlightRequest):
         chunks = [body.text] if body.text is not None else body.chunks or []
         return sentence_cost(body.scorer, chunks, ["highlight"])
+    if isinstance(body, RetrieveRequest) and body.mode in ("hybrid", "dense"):
+        return Cost(1, ("1 to embed the question",))
     return FREE
 

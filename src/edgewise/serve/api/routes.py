@@ -27,6 +27,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
 from starlette.responses import JSONResponse
 
+from ...jsonin import bodies
 from ..errors import ApiError
 from ..transport.limits import check_request, check_unicode, count_chars
 from . import codec, cost, work
@@ -65,7 +66,7 @@ class StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
-            fast = codec.read(body)  # orjson, where it reads the same values (no lone surrogate gets past it)
+            fast = bodies.read(body)  # orjson, where it reads the same values (no lone surrogate gets past it)
             if fast is not None:
                 self._json, self.scope[CHARS_KEY] = fast
                 return self._json
@@ -95,7 +96,7 @@ async def run(request: Request, fn: Callable[..., Any], body: Any) -> Response:
     chunks = getattr(body, "chunks", None)
     chars = request.scope.get(CHARS_KEY)  # counted as the body was read, when orjson read it
     if chars is None:
-        chars = count_chars([getattr(body, name, None) for name in codec.TEXT_FIELDS])
+        chars = count_chars([getattr(body, name, None) for name in bodies.TEXT_FIELDS])
     check_request(chunks, chars, max_chunks=config.max_chunks, max_chars=config.max_chars)
     info = request.scope.setdefault(SCOPE_KEY, {})
     info.update(chunks_in=len(chunks) if chunks is not None else None, chars=chars)

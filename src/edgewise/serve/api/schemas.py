@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from ...index.search import MODES, TOP_N
 from ...options import PackOptions
 from ...prune.steps import DEFAULT_THRESHOLD
 from .assets import LLM_SUMMARY_OPTIONS
@@ -127,6 +128,14 @@ class TokensRequest(_Request):
     text: str
     tokenizer: _option("tokenizer", "cl100k_base") = "cl100k_base"
     max_tokens: int | None = Field(default=None, ge=0, description="also return the text cut to this many tokens")
+
+
+class RetrieveRequest(_Request):
+    question: Annotated[str, Field(description="the question (edgewise retrieve's QUESTION)")]
+    top_n: Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "default": TOP_N})] = Field(
+        default=TOP_N, description="hits to return, best first (at most --max-chunks)")
+    mode: Annotated[Any, WithJsonSchema({"enum": list(MODES), "default": "hybrid"})] = Field(
+        default="hybrid", description="dense + BM25 fused (hybrid), or one of them")
 
 
 # -- responses (documentation; the handlers build plain dicts) -----------------------------------

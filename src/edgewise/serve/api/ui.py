@@ -1,10 +1,10 @@
 """``/ui``: the inspector page (:mod:`edgewise.serve.api.inspector`), served by the app itself.
 
 The page, its style and its script need no API key (a browser's navigation sends none); the page
-calls the API (``/v1/capabilities``, ``/v1/pack``, ``/v1/prune``) and ``/ui/curve`` with the key
-typed into it, when the server has one. Every answer of ``/ui`` carries a Content-Security-Policy
-that lets the page run only its own script and style and talk only to this server, so a chunk's
-text that holds markup could do nothing even if it were ever parsed as such. None of it is in
+calls the API (``/v1/capabilities``, ``/v1/pack``, ``/v1/prune``; ``/v1/retrieve`` when the server
+has a ``--store``) and ``/ui/curve`` with the key typed into it, when the server has one. Every
+answer of ``/ui`` carries a Content-Security-Policy that lets the page run only its own script and
+style and talk only to this server, so a chunk's text that holds markup could do nothing even if it were ever parsed as such. None of it is in
 ``/openapi.json``: it is a page, not an endpoint of the API.
 
 >>> from fastapi.testclient import TestClient

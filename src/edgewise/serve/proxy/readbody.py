@@ -1,8 +1,8 @@
 """How the proxy reads a request body: strict JSON, or a 400 that names the rule and the value.
 
-The proxy reads the bodies it may pack (``/v1/chat/completions``, ``/v1/responses``) and the
-bodies of forwarded paths that may carry the ``edgewise`` field, which must never reach the
-upstream. A body it cannot read is never forwarded on a guess: it is refused. The rules:
+The proxy reads the bodies it may pack (``/v1/chat/completions``, ``/v1/responses``,
+``/v1/messages``) and the bodies of forwarded paths that may carry the ``edgewise`` field, which
+must never reach the upstream. A body it cannot read is never forwarded on a guess: it is refused. The rules:
 
 - the body is UTF-8 JSON (RFC 8259): no ``NaN`` or ``Infinity``, which are not JSON;
 - strings are valid Unicode: no lone surrogate (``"\\ud800"``), which no UTF-8 can carry on;
@@ -30,7 +30,7 @@ import json
 import re
 from typing import Any
 
-from ...jsonin import lone_surrogate
+from ...jsonin.bodies import lone_surrogate_at
 from ..errors import ApiError
 from .rawjson import RawNumber, has_raw, max_digits, number
 
@@ -129,32 +129,11 @@ def _plain(value: Any, root: str, where: str) -> Any:
 
 
 def _refuse_surrogate(value: Any, where: str, root: str) -> None:
-    found = _lone_surrogate(value, root)
+    found = lone_surrogate_at(value, root)
     if found is not None:
         path, index, char = found
         raise ApiError(400, "invalid_json", f"strings in {where} must be valid Unicode, but {path} holds a lone "
                                             f"surrogate (U+{ord(char):04X}) at character {index}")
-
-
-def _lone_surrogate(value: Any, root: str = "the body") -> tuple[str, int, str] | None:
-    """``(path, index, character)`` of the first string (key or value) holding a lone surrogate;
-    paths below the body's top level are named without it (``messages[0].content``)."""
-    stack: list[tuple[str, Any]] = [(root, value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            at = lone_surrogate(item)
-            if at is not None:
-                return path, at, item[at]
-        elif isinstance(item, dict):
-            for key, sub in reversed(item.items()):
-                at = lone_surrogate(key)
-                if at is not None:
-                    return f"a key of {path}", at, key[at]
-                stack.append((f"{path}.{key}" if path != "the body" else key, sub))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
-    return None
 
 
 def may_carry_field(raw: bytes) -> bool:
@@ -170,6 +149,7 @@ def refuse_field(raw: bytes, method: str, path: str) -> None:
         return
     value = read_json(raw)
     if isinstance(value, dict) and FIELD in value:
-        raise ApiError(422, "invalid_input", f"the {FIELD!r} field is read on POST /v1/chat/completions and "
-                                             f"POST /v1/responses only, but this request is {method} {path}, "
+        raise ApiError(422, "invalid_input", f"the {FIELD!r} field is read on POST /v1/chat/completions, "
+                                             f"POST /v1/responses and POST /v1/messages only, but this request "
+                                             f"is {method} {path}, "
                                              f"which the proxy forwards unchanged: remove the field")

@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ...jsonin import lone_surrogate
+from ...jsonin.bodies import lone_surrogate_at
 from ..errors import ApiError, error_response
 
 
@@ -123,24 +123,11 @@ def check_unicode(body: bytes, value: Any) -> None:
     body is searched first, the parsed value only when the body may hold one."""
     if _MAYBE_SURROGATE.search(body) is None:
         return
-    stack: list[tuple[str, Any]] = [("the body", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            _check_text(path, item)
-        elif isinstance(item, dict):
-            for key, v in reversed(item.items()):
-                _check_text(f"a key of {path}", key)
-                stack.append((key if path == "the body" else f"{path}.{key}", v))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
-
-
-def _check_text(path: str, text: str) -> None:
-    at = lone_surrogate(text)
-    if at is not None:
+    found = lone_surrogate_at(value)
+    if found is not None:
+        path, at, char = found
         raise ApiError(400, "invalid_json", f"strings in the body must be valid Unicode, but {path} holds a lone "
-                                            f"surrogate (U+{ord(text[at]):04X}) at character {at}")
+                                            f"surrogate (U+{ord(char):04X}) at character {at}")
 
 
 class HeaderLimit:

@@ -1,8 +1,8 @@
-"""Text in and out for the command line: strict UTF-8, one clear error for every bad input.
+"""Text from files, stdin and ``@FILE`` values: strict UTF-8, one clear error for every bad input.
 
 Files and stdin are read as bytes and decoded as UTF-8 (a leading BOM is dropped); a byte that is
 not UTF-8 is an :class:`~edgewise.errors.InputError` naming the file and the byte offset, never a
-traceback. Output is written as UTF-8 whatever the locale says, as JSON requires.
+traceback. Chunk files are JSON arrays or JSON Lines, read by :func:`edgewise.jsonin.strict.loads`.
 
 >>> decode(b'\\xef\\xbb\\xbf{"text": "caf\\xc3\\xa9"}', "chunks file 'c.json'")
 '{"text": "café"}'
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..errors import InputError
-from ..jsonin import decode, loads, lone_surrogate
+from .strict import decode, loads, lone_surrogate
 
 
 def read_text(path: str, what: str) -> str:
@@ -99,28 +99,3 @@ def read_chunks(source: str) -> list[Any]:
         raise InputError(f"chunks input {label} is empty: give at least one chunk")
     return items
 
-
-def write_out(text: str, stream: TextIO | None = None) -> None:
-    """Write ``text`` and a newline to ``stream`` (stdout) as UTF-8, whatever the locale's encoding.
-
-    Text that cannot be UTF-8 (a lone surrogate) is an error before anything is written.
-
-    >>> import io
-    >>> out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
-    >>> write_out("café", out)
-    >>> out.buffer.getvalue()
-    b'caf\\xc3\\xa9\\n'
-    """
-    stream = sys.stdout if stream is None else stream
-    at = lone_surrogate(text)
-    if at is not None:
-        raise InputError(
-            f"output must be valid Unicode, but character {at + 1} is a lone surrogate U+{ord(text[at]):04X}"
-        )
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:
-        stream.write(text + "\n")
-        return
-    stream.flush()  # whatever went through the text layer comes first
-    buffer.write((text + "\n").encode("utf-8"))
-    buffer.flush()

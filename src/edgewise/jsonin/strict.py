@@ -22,8 +22,8 @@ from itertools import chain, compress, repeat
 from operator import is_
 from typing import Any
 
-from . import compiled
-from .errors import InputError
+from .. import compiled
+from ..errors import InputError
 
 _BOM = b"\xef\xbb\xbf"
 
