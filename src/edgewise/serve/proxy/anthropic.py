@@ -52,7 +52,7 @@ from ...checks import check_bool
 from ...errors import BudgetError, InputError
 from ...options import PackOptions
 from .chatformat import message_tokens, text_of
-from .conversation import FIELD, MARK, Shape, _settings, extract, splice
+from .conversation import FIELD, MARK, Shape, _settings, extract, splice, summary_headers
 from .rawjson import dumps
 
 MARGIN = 1.25  # Claude tokens per stand-in (cl100k_base) token, at most: the documents' safety margin
@@ -362,22 +362,10 @@ class AnthropicPlan:
 
     def headers(self) -> dict[str, str]:
         """The packing summary as ``x-edgewise-*`` response headers (ASCII), with the counter used."""
-        out = {
-            "x-edgewise-prompt-tokens": str(self.prompt_tokens),
-            "x-edgewise-budget": str(self.prompt_budget),
-            "x-edgewise-documents-budget": str(self.pack_budget),
-            "x-edgewise-dropped": str(self.dropped_documents),
-            "x-edgewise-dropped-messages": str(len(self.draft.dropped_messages)),
-            "x-edgewise-counter": self.counter,
-            "x-edgewise-stand-in": f"{self.draft.settings.tokenizer} x{MARGIN:g}",
-        }
+        extra = {"x-edgewise-counter": self.counter, "x-edgewise-stand-in": f"{self.draft.settings.tokenizer} x{MARGIN:g}"}
         if self.counter_reason:
-            out["x-edgewise-counter-reason"] = self.counter_reason.encode("ascii", "replace").decode()
-        if self.want_debug:
-            import json
-
-            out["x-edgewise-debug"] = json.dumps(self.summary(), separators=(",", ":"), ensure_ascii=True, default=repr)
-        return out
+            extra["x-edgewise-counter-reason"] = self.counter_reason.encode("ascii", "replace").decode()
+        return summary_headers(self, self.pack_budget, len(self.draft.dropped_messages), extra)
 
     def summary(self) -> dict[str, Any]:
         """The budget arithmetic, bounded in size (no chunk records): what ``x-edgewise-debug`` carries.

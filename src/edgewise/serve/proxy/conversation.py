@@ -84,16 +84,7 @@ class Plan:
 
     def headers(self) -> dict[str, str]:
         """The packing summary as ``x-edgewise-*`` response headers (ASCII)."""
-        out = {
-            "x-edgewise-prompt-tokens": str(self.prompt_tokens),
-            "x-edgewise-budget": str(self.prompt_budget),
-            "x-edgewise-documents-budget": str(self.documents_budget),
-            "x-edgewise-dropped": str(self.dropped_documents),
-            "x-edgewise-dropped-messages": str(len(self.dropped_messages)),
-        }
-        if self.want_debug:
-            out["x-edgewise-debug"] = json.dumps(self.summary(), separators=(",", ":"), ensure_ascii=True, default=repr)
-        return out
+        return summary_headers(self, self.documents_budget, len(self.dropped_messages))
 
     def summary(self) -> dict[str, Any]:
         """The budget arithmetic, bounded in size (no chunk records): what ``x-edgewise-debug`` carries."""
@@ -384,3 +375,20 @@ def _trim_history(messages: list[Any], last: int, count: Callable[[str], int], f
         full = True
         dropped += [{"index": i, "role": messages[i].get("role"), "reason": reason} for i in turn]
     return sorted(kept), sorted(dropped, key=lambda d: d["index"]), used
+
+
+def summary_headers(plan: Any, documents_budget: int, dropped_messages: int,
+                    extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A packed request's ``x-edgewise-*`` response headers (ASCII): its prompt and budget, what was
+    dropped, ``extra`` (the Anthropic route's counter), and with ``want_debug`` its ``summary()``."""
+    out = {
+        "x-edgewise-prompt-tokens": str(plan.prompt_tokens),
+        "x-edgewise-budget": str(plan.prompt_budget),
+        "x-edgewise-documents-budget": str(documents_budget),
+        "x-edgewise-dropped": str(plan.dropped_documents),
+        "x-edgewise-dropped-messages": str(dropped_messages),
+        **(extra or {}),
+    }
+    if plan.want_debug:
+        out["x-edgewise-debug"] = json.dumps(plan.summary(), separators=(",", ":"), ensure_ascii=True, default=repr)
+    return out
