@@ -43,9 +43,9 @@ $(VENV)/.installed-all: pyproject.toml setup.py src/edgewise/_scan.c | $(BIN)/py
 demo: $(VENV)/.installed-core
 	$(BIN)/edgewise pack --query @examples/query.txt --chunks examples/chunks.json --budget 2000 --table
 
-# the whole suite, every tier
+# the whole suite, every tier, on two workers (each test file on one)
 test: $(VENV)/.installed-all browser
-	$(BIN)/python -m pytest src tests
+	$(BIN)/python -m pytest src tests -n 2 --dist loadfile
 
 # the browser the inspector page's tests drive (headless Chromium and its driver): installed when missing
 # and make runs as root; otherwise those tests skip and say how to install it (with CI=true they fail)

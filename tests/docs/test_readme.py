@@ -320,7 +320,7 @@ def test_make_test_installs_every_extra_and_runs_every_tier():
     # but qwen: an optional 1 GiB evaluation model that no test needs, never installed by make test nor by all
     assert requirements(extras_of(spec.strip("'"))) == requirements(set(EXTRAS) - {"qwen"})
     assert not requirements({"qwen"}) & requirements(extras_of(spec.strip("'")) | {"all"})
-    assert make_recipe("test")[1] == [".venv/bin/python -m pytest src tests"]
+    assert make_recipe("test")[1] == [".venv/bin/python -m pytest src tests -n 2 --dist loadfile"]
 
 
 def test_make_check_runs_the_fast_tier():
