@@ -214,6 +214,24 @@ def test_a_client_s_own_tokenizer_still_counts_and_the_model_is_then_not_packed_
     plan = prepare(body)
     assert (plan.tokenizer, plan.packed.debug_info.tokenizer) == ("cl100k_base", "cl100k_base")
     assert plan.packed.debug_info.to_dict()["placement"] == placement(
+        None, "the request counts with tokenizer 'cl100k_base', not model 'gpt-4o''s own 'o200k_base', so no model "
+        "is packed for: auto places by edges", order="edges")
+
+
+def test_auto_for_a_model_the_catalogue_does_not_know_says_so(same_env):
+    body = {"model": "local", "max_tokens": 50, "messages": [{"role": "user", "content": QUERY}],
+            "edgewise": {"documents": CHUNKS, **OPTIONS, "context_window": 2000}}
+    plan = prepare(body)
+    assert plan.packed.debug_info.to_dict()["placement"] == placement(
+        None, "the request's model 'local' is not in the catalogue (edgewise list), so no model is packed for: "
+        "auto places by edges", order="edges")
+    assert plan.packed.debug_info.to_dict()["order"] == PLACED_BY_EDGES
+
+
+def test_auto_for_a_request_with_no_model_says_none_was_given(same_env):
+    body = {"max_tokens": 50, "messages": [{"role": "user", "content": QUERY}],
+            "edgewise": {"documents": CHUNKS, **OPTIONS, "context_window": 2000}}
+    assert prepare(body).packed.debug_info.to_dict()["placement"] == placement(
         None, "no model given (model=...): auto places by edges", order="edges")
 
 

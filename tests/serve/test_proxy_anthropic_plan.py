@@ -260,3 +260,13 @@ def test_the_forwarded_prompt_fits_and_every_message_is_kept_or_reported(pairs, 
     assert sorted(plan.draft.keep + dropped) == list(range(len(history) + 1))
     assert sent == [m for i, m in enumerate(history) if i in plan.draft.keep] + [
         {"role": "user", "content": [{"type": "text", "text": plan.packed.prompt}, IMAGE]}]
+
+
+def test_auto_for_a_claude_model_says_why_no_profile_places():
+    """Claude is not in the catalogue: ``order="auto"`` places by ``edges`` and its record says why."""
+    body = {"model": MODEL, "max_tokens": 100, "messages": [{"role": "user", "content": QUESTION}],
+            "edgewise": {**OPTS, "order": "auto"}}
+    placement = draft(body).finish(None).packed.debug_info.to_dict()["placement"]
+    assert placement == {"requested": "auto", "order": "edges", "prune": None, "profile_prune": None, "profile": None,
+                         "reason": f"the request's model {MODEL!r} is not in the catalogue (edgewise list), so no "
+                                   "model is packed for: auto places by edges"}

@@ -50,7 +50,6 @@ from typing import Any
 
 from ...checks import check_bool
 from ...errors import BudgetError, InputError
-from ...options import PackOptions
 from .chatformat import message_tokens, text_of
 from .conversation import FIELD, MARK, Shape, _settings, extract, splice, summary_headers
 from .rawjson import dumps
@@ -325,7 +324,7 @@ class Draft:
         pack_budget = q_tokens + math.floor(room / MARGIN)
         if s.pack_opts.get("budget") is not None:
             pack_budget = min(pack_budget, s.pack_opts["budget"])
-        packed = s.packer.pack(question, self.opts["documents"], PackOptions.from_dict({**s.pack_opts, "budget": pack_budget}))
+        packed = s.pack(question, self.opts["documents"], pack_budget)
         out = [dict(self.messages[i]) for i in self.keep]
         spliced = self.keep.index(self.last)
         out[spliced]["content"] = splice(self.messages[self.last].get("content"), packed.prompt)

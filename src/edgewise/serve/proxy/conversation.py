@@ -226,7 +226,7 @@ def prepare(body: Mapping[str, Any], *, history_share: float = 0.5, packer: Any 
     documents_budget = available - history_tokens
     if s.pack_opts.get("budget") is not None:
         documents_budget = min(documents_budget, s.pack_opts["budget"])
-    packed = s.packer.pack(query, opts["documents"], PackOptions.from_dict({**s.pack_opts, "budget": documents_budget}))
+    packed = s.pack(query, opts["documents"], documents_budget)
 
     keep = set(kept_turns) | {i for i, m in enumerate(messages) if i >= last or m.get("role") in SYSTEM_ROLES}
     out = [dict(messages[i]) for i in sorted(keep)]
@@ -252,6 +252,16 @@ class _Settings:
     pack_opts: dict[str, Any]
     packer: Any
     count: Callable[[str], int]
+    unpacked: str | None = None  # why the request's model is not the model packed for
+
+    def pack(self, query: str, documents: Any, budget: int) -> Any:
+        """Pack the documents into ``budget`` tokens; when ``order="auto"`` had no model because the
+        request's is not packed for, the placement's reason says why."""
+        packed = self.packer.pack(query, documents, PackOptions.from_dict({**self.pack_opts, "budget": budget}))
+        placement = packed.debug_info.placement
+        if self.unpacked is not None and placement is not None and placement["profile"] is None:
+            placement["reason"] = f"{self.unpacked}: auto places by edges"
+        return packed
 
 
 def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: float, packer: Any,
@@ -268,7 +278,8 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
         pack_opts = resolve(pack_opts)
     if pack_opts.get("tokenizer") is None:
         pack_opts["tokenizer"] = tokenizer
-    if model is not None and _packs_for(model, pack_opts["tokenizer"]):
+    unpacked = None if model is None else _not_packed_for(model, pack_opts["tokenizer"])
+    if model is not None and unpacked is None:
         pack_opts["model"] = model  # the request's model is the model packed for: order="auto" uses its profile
     if packer is None:
         from ...packing.packer import default_packer
@@ -276,15 +287,22 @@ def _settings(rest: Mapping[str, Any], opts: Mapping[str, Any], history_share: f
         packer = default_packer()
     tok = packer.tokenizer(PackOptions.from_dict(pack_opts))
     return _Settings(model, window, opts.get("tokenizer") or tokenizer, share, fmt, reply, reply_from, pack_opts,
-                     packer, tok.count)
+                     packer, tok.count, unpacked)
 
 
-def _packs_for(model: str, tokenizer: Any) -> bool:
-    """Whether the packer can be told it packs for ``model``: its catalogue knows the model, and the
-    budget is counted with the model's own tokenizer (a client's other ``tokenizer`` still counts)."""
+def _not_packed_for(model: str, tokenizer: Any) -> str | None:
+    """None when the packer can be told it packs for ``model``: the catalogue knows the model, and the
+    budget is counted with the model's own tokenizer (a client's other ``tokenizer`` still counts);
+    else why not."""
     from ...catalog import get_model, resolve_name
 
-    return resolve_name(model) is not None and tokenizer == get_model(model).tokenizer
+    if resolve_name(model) is None:
+        return f"the request's model {model!r} is not in the catalogue (edgewise list), so no model is packed for"
+    own = get_model(model).tokenizer
+    if tokenizer != own:
+        return (f"the request counts with tokenizer {tokenizer!r}, not model {model!r}'s own {own!r}, "
+                "so no model is packed for")
+    return None
 
 
 def splice(content: Any, prompt: str) -> Any:
