@@ -184,11 +184,12 @@ def test_no_hit_of_the_qwen_pilot_is_a_restated_question():
     assert f"its {closed} closed-book hits" in " ".join(DOC.split())
 
 
-def test_the_qwen_comparisons_restated_hits_change_no_paired_difference():
+@pytest.mark.parametrize("run", ["qwen-qa10", "qwen-qa20"])
+def test_the_qwen_comparisons_restated_hits_change_no_paired_difference(run):
     """Its restated hits are one question's, right under every condition at every position: both
     sides of every pair, so no McNemar count moves."""
-    hits, restated = _restated("qwen-qa10")
-    results, _ = _load(RUNS / "qwen-qa10")
+    hits, restated = _restated(run)
+    results, _ = _load(RUNS / run)
     examples = {r["example"] for r in restated}
     answered = [r for r in results if r["example"] in examples]
     assert (len(examples), all(r["correct"] for r in answered), len(restated)) == (1, True, len(answered))
